@@ -1,0 +1,84 @@
+"""Payloads and port signatures shared between the engine's stages.
+
+Widths come from `model.isa`; this file only arranges them. See docs/architecture.md
+for which stage produces and consumes each of these.
+"""
+
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from model.isa import (GM_ADDR_BITS, PAD_MAX_BYTES, UB_ADDR_BITS, ErrorCode, OP_BY_OPCODE,
+                       Opcode)
+
+LEN_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("len_burst").width
+EXTENT_BITS = LEN_BITS + 1           # E = align_up(max(dst_stride, footprint), 32) < 2^22
+LEFT_BITS = PAD_MAX_BYTES.bit_length()
+SID_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("sid").width
+CACHE_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("l2_cache_ctl").width
+CMD_INDEX_BITS = 24                  # position of a command in the stream since reset
+
+
+class RowJob(data.Struct):
+    """One burst row of a copy, in loop order, as the address generator emits it.
+
+    MTE2 (GM->UB): `length` bytes are read from GM at `gm_addr`; the UB row at `ub_addr`
+    receives `extent` bytes: `left` pad bytes, the data, then pad up to `extent` when
+    `select`; otherwise exactly the `length` data bytes at `ub_addr` (left = 0,
+    extent = length).
+    MTE3 (UB->GM): `length` bytes are read from UB at `ub_addr` and written to GM at
+    `gm_addr`; left = 0, extent = length, select = 0.
+    `pad8` is the pad pattern for 8 bytes of UB starting at an 8-byte-aligned address:
+    byte i is byte (i mod es) of pad_val, so replicating it fills any aligned word.
+    """
+    gm_addr: GM_ADDR_BITS
+    ub_addr: UB_ADDR_BITS
+    length: LEN_BITS
+    left: LEFT_BITS
+    extent: EXTENT_BITS
+    select: 1
+    pad8: 64
+    sid: SID_BITS
+    cache: CACHE_BITS
+    last: 1             # last row of its command
+
+
+class Completion(data.Struct):
+    """A pipe datapath reports each finished copy, in command order."""
+    error: ErrorCode    # NONE or BUS_ERROR
+    address: GM_ADDR_BITS
+
+
+def ub_word_bits(width_bytes):
+    """Address bits of a UB word of `width_bytes` bytes."""
+    return UB_ADDR_BITS - (width_bytes.bit_length() - 1)
+
+
+class UbWriteSignature(wiring.Signature):
+    """A requester's write port into UB (Out from the requester).
+
+    A write happens on a cycle with valid & ready; the arbiter may hold ready low.
+    `strb` bit i enables byte i of `data` (little-endian bytes in the word)."""
+    def __init__(self, width_bytes):
+        super().__init__({
+            "addr": Out(ub_word_bits(width_bytes)),
+            "data": Out(8 * width_bytes),
+            "strb": Out(width_bytes),
+            "valid": Out(1),
+            "ready": In(1),
+        })
+
+
+class UbReadSignature(wiring.Signature):
+    """A requester's read port into UB (Out from the requester).
+
+    A request is accepted on a cycle with valid & ready; its word appears on `rdata`
+    with `rvalid` high exactly one cycle later (synchronous read, no backpressure on the
+    response: the requester must have room for every word it asks for)."""
+    def __init__(self, width_bytes):
+        super().__init__({
+            "addr": Out(ub_word_bits(width_bytes)),
+            "valid": Out(1),
+            "ready": In(1),
+            "rdata": In(8 * width_bytes),
+            "rvalid": In(1),
+        })

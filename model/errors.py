@@ -1,0 +1,28 @@
+"""Errors the model reports: SPEC rule violations and program-text errors."""
+
+from .isa import ErrorCode
+
+
+class MteError(Exception):
+    """A SPEC rule violation (or a bus error) at one command of a program."""
+
+    def __init__(self, code: ErrorCode, message, *, line=None, op=None, address=None):
+        self.code = ErrorCode(code)
+        self.message = message
+        self.line = line
+        self.op = op
+        self.address = address
+        super().__init__(str(self))
+
+    def __str__(self):
+        where = f"line {self.line}: " if self.line is not None else ""
+        op = f"{self.op}: " if self.op else ""
+        return f"{self.code.name}: {where}{op}{self.message}"
+
+
+class ProgramError(Exception):
+    """Malformed program text: syntax, unknown op, unbound name, operand or type count."""
+
+    def __init__(self, message, line, column=1):
+        self.message, self.line, self.column = message, line, column
+        super().__init__(f"line {line}, column {column}: {message}")
