@@ -1,0 +1,244 @@
+"""The `mte` command: run a PTO program on an engine and dump its memories.
+
+Engines are runners in `ENGINES`: each takes the parsed program and the initial state
+(profile, a `GlobalMemory` holding the GM windows, UB preloads) and returns a `RunResult`.
+"""
+
+import argparse
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from .engine import Engine
+from .errors import MteError, ProgramError
+from .isa import DEFAULT_PROFILE, PROFILES, Pipe
+from .memory import GlobalMemory
+from .parser import parse
+
+EXIT_OK, EXIT_RULE_VIOLATION, EXIT_USAGE = 0, 1, 2
+
+RUN_DESCRIPTION = """\
+Run a PTO program (the text of seed 000's examples, v0.6 grouped forms, or a PTOAS
+`module { func.func ... }` kernel) and optionally dump GM and UB afterwards."""
+
+RUN_EPILOG = """\
+ADDR, LEN and VALUE are decimal or 0x hex.
+
+  --gm ADDR=FILE       map FILE's bytes at GM address ADDR (GM is sparse: only mapped
+                       windows exist; touching anything else is a BUS_ERROR)
+  --gm ADDR:LEN        map LEN zero bytes at ADDR
+  --ub ADDR=FILE       preload UB at ADDR with FILE's bytes (UB otherwise starts zeroed)
+  --bind NAME=VALUE    give a free program name its value: --bind arg0=0x1000 binds %arg0;
+                       a pointer's value is its byte address
+  --dump-gm ADDR:LEN=FILE, --dump-ub ADDR:LEN=FILE
+                       write LEN bytes of GM / UB starting at ADDR to FILE when the run ends
+
+exit status:
+  0  the program ran; a summary (ops run, bytes moved per pipe) is printed on stdout
+  1  a rule violation or bus error: one line on stderr starting with the SPEC error code,
+     e.g. "UB_RANGE: line 12: copy_gm_to_ubuf: ...". The dumps are still written and hold
+     the state at the failing op: a rejected op moves no byte; a BUS_ERROR stops its copy
+     at the faulting row.
+  2  usage error: bad flag, unreadable file, malformed program text (reported as
+     PROGRAM:LINE:COLUMN), overlapping GM windows, or a dump of unmapped GM or beyond UB."""
+
+
+class UsageError(Exception):
+    pass
+
+
+@dataclass
+class RunResult:
+    error: MteError | None
+    summary: list          # lines printed on success
+    read_gm: object        # (addr, n) -> bytes
+    read_ub: object        # (addr, n) -> bytes
+
+
+def run_on_model(instrs, profile, gm, ub_preloads):
+    engine = Engine(profile, gm)
+    for addr, data in ub_preloads:
+        engine.ub[addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    try:
+        engine.run(instrs)
+        error = None
+    except MteError as e:
+        error = e
+    moved = engine.stats.bytes_moved
+    summary = [f"ops run: {engine.stats.ops}",
+               "bytes moved: " + ", ".join(f"{pipe.name} {moved[pipe]}"
+                                           for pipe in (Pipe.MTE2, Pipe.MTE3, Pipe.V))]
+    return RunResult(error, summary,
+                     read_gm=lambda addr, n: engine.gm.read(addr, n).tobytes(),
+                     read_ub=lambda addr, n: engine.ub[addr:addr + n].tobytes())
+
+
+ENGINES = {"model": run_on_model}
+
+
+# --- argument values --------------------------------------------------------------
+
+def number(text):
+    """Decimal or 0x hex integer (a sign is allowed)."""
+    body = text.lstrip("+-")
+    try:
+        return int(text, 16) if body[:2].lower() == "0x" else int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a decimal or 0x hex number") from None
+
+
+def natural(text):
+    value = number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def _split(text, separator, form):
+    head, found, tail = text.partition(separator)
+    if not found or not head or not tail:
+        raise argparse.ArgumentTypeError(f"{text!r} is not of the form {form}")
+    return head, tail
+
+
+def gm_window(text):
+    """ADDR=FILE or ADDR:LEN -> (addr, path or length)."""
+    if "=" in text:
+        addr, path = _split(text, "=", "ADDR=FILE")
+        return natural(addr), path
+    addr, length = _split(text, ":", "ADDR=FILE or ADDR:LEN")
+    return natural(addr), natural(length)
+
+
+def ub_preload(text):
+    addr, path = _split(text, "=", "ADDR=FILE")
+    return natural(addr), path
+
+
+def binding(text):
+    name, value = _split(text, "=", "NAME=VALUE")
+    return name.lstrip("%"), number(value)
+
+
+def dump(text):
+    """ADDR:LEN=FILE -> (addr, length, path)."""
+    span, path = _split(text, "=", "ADDR:LEN=FILE")
+    addr, length = _split(span, ":", "ADDR:LEN=FILE")
+    return natural(addr), natural(length), path
+
+
+# --- the run command ----------------------------------------------------------------
+
+def _read_file(path, what):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"cannot read {what} {path}: {e.strerror}") from None
+
+
+def _load_program(path, bindings):
+    try:
+        text = _read_file(path, "program").decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path} is not UTF-8 text: {e.reason}") from None
+    try:
+        return parse(text, bindings)
+    except ProgramError as e:
+        raise UsageError(f"{path}:{e.line}:{e.column}: {e.message}") from None
+
+
+def _global_memory(windows):
+    gm = GlobalMemory()
+    for addr, source in windows:
+        data = source if isinstance(source, int) else _read_file(source, "GM file")
+        try:
+            gm.map(addr, data)
+        except ValueError as e:
+            raise UsageError(f"--gm {addr:#x}: {e}") from None
+    return gm
+
+
+def _ub_preloads(preloads, ub_size):
+    loaded = []
+    for addr, path in preloads:
+        data = _read_file(path, "UB file")
+        if addr + len(data) > ub_size:
+            raise UsageError(f"--ub {addr:#x}: {len(data)} bytes do not fit the "
+                             f"{ub_size}-byte UB")
+        loaded.append((addr, data))
+    return loaded
+
+
+def _check_dumps(gm, gm_dumps, ub_dumps, ub_size):
+    for addr, length, _ in gm_dumps:
+        hole = gm.first_unmapped(addr, length)
+        if hole is not None:
+            raise UsageError(f"--dump-gm {addr:#x}:{length}: GM address {hole:#x} is not mapped")
+    for addr, length, _ in ub_dumps:
+        if addr + length > ub_size:
+            raise UsageError(f"--dump-ub {addr:#x}:{length}: beyond the {ub_size}-byte UB")
+
+
+def _write_dumps(dumps, read):
+    for addr, length, path in dumps:
+        try:
+            with open(path, "wb") as f:
+                f.write(read(addr, length))
+        except OSError as e:
+            raise UsageError(f"cannot write dump {path}: {e.strerror}") from None
+
+
+def run_command(args):
+    ub_size = PROFILES[args.profile].ub_size
+    instrs = _load_program(args.program, dict(args.bind))
+    gm = _global_memory(args.gm)
+    ub_preloads = _ub_preloads(args.ub, ub_size)
+    _check_dumps(gm, args.dump_gm, args.dump_ub, ub_size)
+    result = ENGINES[args.engine](instrs, args.profile, gm, ub_preloads)
+    _write_dumps(args.dump_gm, result.read_gm)
+    _write_dumps(args.dump_ub, result.read_ub)
+    if result.error is not None:
+        print(str(result.error).replace("\n", " "), file=sys.stderr)
+        return EXIT_RULE_VIOLATION
+    print("\n".join(result.summary))
+    return EXIT_OK
+
+
+def argument_parser():
+    parser = argparse.ArgumentParser(prog="mte", description="MTE DMA engine tools.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser("run", help="run a PTO program", description=RUN_DESCRIPTION,
+                              epilog=RUN_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("program", metavar="PROGRAM", help="PTO program text file")
+    run.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE,
+                     help=f"target profile (UB size, f8 types); default {DEFAULT_PROFILE}")
+    run.add_argument("--engine", choices=list(ENGINES), default="model",
+                     help="what executes the program; default model (the golden model)")
+    run.add_argument("--gm", type=gm_window, action="append", default=[],
+                     metavar="ADDR=FILE|ADDR:LEN", help="map a GM window (repeatable)")
+    run.add_argument("--ub", type=ub_preload, action="append", default=[],
+                     metavar="ADDR=FILE", help="preload UB (repeatable)")
+    run.add_argument("--bind", type=binding, action="append", default=[],
+                     metavar="NAME=VALUE", help="bind a free name such as arg0 (repeatable)")
+    run.add_argument("--dump-gm", type=dump, action="append", default=[],
+                     metavar="ADDR:LEN=FILE", help="write GM bytes to FILE (repeatable)")
+    run.add_argument("--dump-ub", type=dump, action="append", default=[],
+                     metavar="ADDR:LEN=FILE", help="write UB bytes to FILE (repeatable)")
+    run.set_defaults(handler=run_command)
+    return parser
+
+
+def main(argv=None):
+    args = argument_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except UsageError as e:
+        print(f"mte: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""The byte-exact golden model of the MTE DMA engine.
+
+Commands run in program order (the result of a correctly synchronised program). A copy is
+checked by `rules.check_copy` before any byte moves, then performed as a few numpy
+operations on strided views of the memories:
+
+- the loop nest (loop2, loop1, n_burst) becomes a 4-D view (loop2, loop1, n_burst, bytes)
+  of each side;
+- where destination rows may overlap, later rows must win, so the outer loops run one
+  iteration at a time, in loop order, until each part's rows are disjoint; rows that a
+  later row rewrites completely (a loop whose destination stride is 0) are skipped;
+- where a GM access does not lie inside one mapped region, the nest is split in loop order
+  too, down to single rows, which then read or write GM region by region; the first row
+  that touches an unmapped byte raises BUS_ERROR after every earlier row has completed.
+"""
+
+from dataclasses import dataclass, field
+from itertools import product
+from math import prod
+from typing import NamedTuple
+
+import numpy as np
+
+from . import isa, rules
+from .errors import MteError
+from .isa import ErrorCode, Opcode, Pipe
+from .memory import GlobalMemory, UnmappedAddressError, new_ub
+
+COPY_OPCODES = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM, Opcode.COPY_UBUF_TO_UBUF)
+
+# How each copy moves data: (source memory, destination memory).
+_SPACES = {
+    Opcode.COPY_GM_TO_UBUF: ("gm", "ub"),
+    Opcode.COPY_UBUF_TO_GM: ("ub", "gm"),
+    Opcode.COPY_UBUF_TO_UBUF: ("ub", "ub"),
+}
+
+# Rule-violation messages, formatted with the command's fields plus es, dtype, ub_size.
+_RULE_MESSAGES = {
+    ErrorCode.TYPE_UNSUPPORTED: "element type {dtype} is not supported on profile {profile}",
+    ErrorCode.LEN_NOT_ELEMENT_MULTIPLE:
+        "len_burst {len_burst} is not a multiple of the {es}-byte element",
+    ErrorCode.PAD_WITHOUT_SELECT:
+        "left/right padding {left_padding}/{right_padding} with data_select_bit 0",
+    ErrorCode.PAD_TOO_LARGE: "left/right padding {left_padding}/{right_padding} of "
+                             "{es}-byte elements exceeds " f"{isa.PAD_MAX_BYTES} bytes",
+    ErrorCode.UB_MISALIGNED:
+        f"a UB address, row stride or loop stride is not a multiple of {isa.UB_LINE} bytes",
+    ErrorCode.STRIDE_OVERLAP: "a row stride is smaller than its row",
+    ErrorCode.UB_RANGE: "the copy reaches beyond the {ub_size}-byte UB",
+    ErrorCode.GM_RANGE: f"the copy reaches beyond GM address {(1 << isa.GM_ADDR_BITS) - 1:#x}",
+    ErrorCode.UB_OVERLAP: "source and destination UB ranges intersect",
+}
+
+
+def _dtype_name(code):
+    return isa.DTYPES[code].name if code < len(isa.DTYPES) else f"#{code}"
+
+
+@dataclass
+class EngineStats:
+    ops: int = 0                                   # commands completed
+    bytes_moved: dict = field(                     # data bytes (padding excluded) per pipe
+        default_factory=lambda: {Pipe.MTE2: 0, Pipe.MTE3: 0, Pipe.V: 0})
+
+
+class _Transfer(NamedTuple):
+    """What is the same for every row of one copy."""
+    pipe: Pipe
+    src_space: str                # "gm" or "ub"
+    dst_space: str
+    length: int                   # data bytes read per row
+    width: int                    # bytes written per destination row
+    left: int                     # where the data starts in the destination row
+    pattern: np.ndarray | None    # one destination row of pad bytes, when the copy pads
+
+
+def _extent(counts, strides, width):
+    """Bytes from the first row's start to the end of the last row (strides are >= 0)."""
+    return sum((c - 1) * s for c, s in zip(counts, strides)) + width
+
+
+def _may_overlap(counts, strides, width):
+    """False when no two rows of these loops share a byte. A sufficient test: each loop,
+    in order of stride, must step over everything the smaller loops cover."""
+    extent = width
+    for stride, count in sorted([(s, c) for c, s in zip(counts, strides) if c > 1]):
+        if stride < extent:
+            return True
+        extent += (count - 1) * stride
+    return False
+
+
+class _Nest(NamedTuple):
+    """A rectangular part of a copy's loop nest, in bytes.
+
+    Row (i0, i1, ...) reads at src + sum(i*src_strides) and writes at dst + sum(i*dst_strides);
+    loops are listed outermost first, so row-major order is the hardware's loop order.
+    """
+    src: int
+    dst: int
+    counts: tuple
+    src_strides: tuple
+    dst_strides: tuple
+
+    @property
+    def rows(self):
+        return prod(self.counts)
+
+    def without_rewritten_rows(self):
+        """Keep only the last iteration of loops whose destination stride is 0: every row
+        of an earlier iteration is rewritten, byte for byte, by the same row of a later one."""
+        repeats = [c > 1 and d == 0 for c, d in zip(self.counts, self.dst_strides)]
+        if not any(repeats):
+            return self
+        src = self.src + sum((c - 1) * s for c, s, r in zip(self.counts, self.src_strides, repeats)
+                             if r)
+        counts = tuple(1 if r else c for c, r in zip(self.counts, repeats))
+        return self._replace(src=src, counts=counts)
+
+    def loops_to_unroll(self, width):
+        """How many outer loops must run one iteration at a time so that within each
+        iteration no two destination rows share a byte (usually 0; the burst loop alone
+        never overlaps itself, the rules see to that)."""
+        loops = 0
+        while _may_overlap(self.counts[loops:], self.dst_strides[loops:], width):
+            loops += 1
+        return loops
+
+    def halves(self):
+        """The nest split in two along its outermost loop with count > 1, in loop order."""
+        i = next(i for i, c in enumerate(self.counts) if c > 1)
+        first = self.counts[i] // 2
+
+        def part(count, skip):
+            return self._replace(src=self.src + skip * self.src_strides[i],
+                                 dst=self.dst + skip * self.dst_strides[i],
+                                 counts=self.counts[:i] + (count,) + self.counts[i + 1:])
+
+        return part(first, 0), part(self.counts[i] - first, first)
+
+
+class Engine:
+    """Executes MTE commands (`program.Instr`) on a GM and a UB."""
+
+    def __init__(self, profile=isa.DEFAULT_PROFILE, gm=None):
+        if isinstance(profile, str):
+            if profile not in isa.PROFILES:
+                raise ValueError(f"unknown profile {profile!r}; known: {', '.join(isa.PROFILES)}")
+            profile = isa.PROFILES[profile]
+        self.profile = profile
+        self.gm = GlobalMemory() if gm is None else gm
+        self.ub = new_ub(profile)
+        self.stats = EngineStats()
+        self.reset()
+
+    def reset(self):
+        """Every pipe configuration register back to its reset value."""
+        self.regs = {pipe: isa.reset_registers(pipe) for pipe in (Pipe.MTE2, Pipe.MTE3)}
+
+    # --- checking ------------------------------------------------------------------
+
+    def validate(self, instr):
+        """Raise MteError for the first error of a command, as it would run now."""
+        if instr.deferred is not None:
+            code, message = instr.deferred
+            raise self._error(instr, code, message)
+        try:
+            isa.encode(instr.op, instr.values)
+        except isa.EncodingError as e:
+            problem = "is negative" if e.value < 0 else f"does not fit {e.field.width} bits"
+            raise self._error(instr, ErrorCode.FIELD_RANGE,
+                              f"{e.field.name} = {e.value} {problem}") from None
+        if instr.op.opcode in COPY_OPCODES:
+            code = rules.check_copy(instr.op, instr.values, self._copy_registers(instr.op),
+                                    self.profile)
+            if code != ErrorCode.NONE:
+                raise self._error(instr, code, self._rule_message(code, instr.values))
+
+    def _copy_registers(self, op):
+        """A snapshot of the registers the copy's pipe uses (UB->UB has none)."""
+        regs = self.regs.get(op.pipe)
+        return None if regs is None else dict(regs)
+
+    def _rule_message(self, code, values):
+        details = dict(values, es=rules.element_size(values), dtype=_dtype_name(values["dtype"]),
+                       profile=self.profile.name, ub_size=self.profile.ub_size)
+        return _RULE_MESSAGES[code].format(**details)
+
+    @staticmethod
+    def _error(instr, code, message, address=None):
+        return MteError(code, message, line=instr.line, op=instr.mnemonic, address=address)
+
+    # --- running -------------------------------------------------------------------
+
+    def run(self, instrs):
+        """Execute commands in order; the first error is raised with the state as it was
+        left by that command."""
+        for instr in instrs:
+            self.execute(instr)
+
+    def execute(self, instr):
+        """Check one command, then perform it."""
+        self.validate(instr)
+        op = instr.op
+        if op.opcode in isa.REGISTER_WRITES:
+            pipe, _ = isa.REGISTER_WRITES[op.opcode]
+            isa.apply_register_write(self.regs[pipe], op, instr.values)
+        elif op.opcode in COPY_OPCODES:
+            self._copy(instr)
+        # set_flag / wait_flag: program order already is the synchronised order.
+        self.stats.ops += 1
+
+    def _copy(self, instr):
+        op = instr.op
+        g = rules.geometry(op, instr.values, self.regs.get(op.pipe))
+        if g.empty:
+            return
+        transfer = self._transfer(op, instr.values, g)
+        nest = _Nest(g.src, g.dst, (g.loop2_count, g.loop1_count, g.n_burst),
+                     (g.loop2_src, g.loop1_src, g.src_stride),
+                     (g.loop2_dst, g.loop1_dst, g.dst_stride))
+        try:
+            self._run_nest(transfer, nest)
+        except UnmappedAddressError as e:
+            access = "read from" if transfer.src_space == "gm" else "write to"
+            raise self._error(instr, ErrorCode.BUS_ERROR,
+                              f"bus error: {access} unmapped GM address {e.address:#x}",
+                              address=e.address) from None
+
+    def _transfer(self, op, values, g):
+        """The per-row constants of a copy, with its pad row built from pad_val."""
+        src_space, dst_space = _SPACES[op.opcode]
+        pattern = None
+        if op.opcode == Opcode.COPY_GM_TO_UBUF and values["data_select_bit"]:
+            es = rules.element_size(values)
+            pad_bytes = self.regs[Pipe.MTE2]["pad_val"].to_bytes(8, "little")
+            pattern = np.resize(np.frombuffer(pad_bytes[:es], dtype=np.uint8), g.row_bytes)
+        return _Transfer(op.pipe, src_space, dst_space, g.len_burst, g.row_bytes,
+                         g.left_bytes, pattern)
+
+    def _run_nest(self, t, nest):
+        """Perform every row of a nest in loop order; raise UnmappedAddressError at the
+        first row that touches unmapped GM, after the rows before it."""
+        src = self._span(t.src_space, nest.src, _extent(nest.counts, nest.src_strides, t.length))
+        dst = self._span(t.dst_space, nest.dst, _extent(nest.counts, nest.dst_strides, t.width))
+        if src is not None and dst is not None:
+            self._move_in_order(t, nest.without_rewritten_rows(), (src, nest.src), (dst, nest.dst))
+        elif nest.rows == 1:
+            self._move_row_across_regions(t, nest)
+        else:
+            for half in nest.halves():
+                self._run_nest(t, half)
+            return      # the halves counted their own bytes
+        self.stats.bytes_moved[t.pipe] += nest.rows * t.length
+
+    def _span(self, space, addr, n):
+        """A 1-D view of [addr, addr+n), or None when no single GM region holds it."""
+        if space == "ub":
+            return self.ub[addr:addr + n]
+        return self.gm.view(addr, n)
+
+    def _move_in_order(self, t, nest, src, dst):
+        """Rows of a nest whose memory is all in `src` and `dst` ((view, address of its
+        first byte) pairs): one strided assignment, or one per iteration of the outer
+        loops whose rows may overlap, in loop order so that later rows win."""
+        rows = self._rows(src, nest.src, nest.counts, nest.src_strides, t.length)
+        out = self._rows(dst, nest.dst, nest.counts, nest.dst_strides, t.width)
+        loops = nest.loops_to_unroll(t.width)
+        if loops == 0:
+            self._fill(t, out, rows)
+            return
+        for index in product(*(range(count) for count in nest.counts[:loops])):
+            self._fill(t, out[index], rows[index])
+
+    @staticmethod
+    def _rows(span, addr, counts, strides, width):
+        view, origin = span
+        return np.ndarray(counts + (width,), dtype=np.uint8, buffer=view,
+                          offset=addr - origin, strides=strides + (1,))
+
+    def _move_row_across_regions(self, t, nest):
+        """One row whose GM side spans several regions or touches unmapped GM."""
+        if t.src_space == "gm":
+            row = self.gm.read(nest.src, t.length)
+            self._fill(t, self.ub[nest.dst:nest.dst + t.width], row)
+        else:
+            self.gm.write(nest.dst, self.ub[nest.src:nest.src + t.length])
+
+    @staticmethod
+    def _fill(t, out, rows):
+        """Destination rows: the data, framed by pad bytes when the copy pads."""
+        if t.pattern is None:
+            out[...] = rows
+            return
+        end = t.left + t.length
+        out[..., :t.left] = t.pattern[:t.left]
+        out[..., t.left:end] = rows
+        out[..., end:] = t.pattern[end:]

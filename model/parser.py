@@ -1,0 +1,855 @@
+"""PTO program text -> the engine's instructions (`Instr`).
+
+The text is MLIR-like; newlines carry no meaning and `//` starts a comment:
+
+    program   := item*
+    item      := module | func | 'return' [operands [':' types]] | statement
+    module    := 'module' [@name] ['attributes' {...}] '{' item* '}'
+    func      := 'func.func' [visibility] @name '(' [%arg ':' type {...}?, ...] ')'
+                 ['->' types] ['attributes' {...}] ['{' item* '}']
+    statement := [%result '='] op ['[' flag, flag, flag ']'] [%a (',' %b)*] clause*
+                 [{attrs}] [':' signature] [{attrs}]
+    clause    := name '(' [%a (',' %b)*] ')'                  nburst / loop / pad
+    signature := types ['->' types]  |  '(' types ')' '->' types
+    types     := type [xN] (',' type [xN])*                   `i64 x5` = five i64
+    type      := !pto.ptr<T, gm|ub> | <T, gm|ub> | i64 | i1 | index | f32 | ...
+
+The `pto.` prefix of an op is optional. `arith.constant`, `pto.castptr` and `pto.addptr`
+define values; every other op becomes one or more `Instr`s.
+
+Names. A `%name` is, in this order: a value the program defined; a constant by name
+(`%c128`, `%c128_i64`, `%c-1_i64`, MLIR's uniquified `%c0_i64_0`, `%true`, `%false`);
+a binding passed to `parse` (written without `%`). Anything else is a ProgramError.
+Pointer operands take their element type and memory space from the op's type list, so a
+free name bound to an integer is a byte address.
+
+Pad values. `set_mov_pad_val %v : T` (and the `pad(%v ...)` clause, typed by its entry
+in the type list) stores the bit pattern of %v in T, zero-extended to 64 bits. Integers
+and floats convert numerically (an integer into a float type becomes that number); to
+give raw bits, define the value in T with a hex literal (`arith.constant 0x7E00 : f16`).
+Floats round to nearest-even; `f8e4m3` is the OCP E4M3FN format (no infinities, max
+448) and `f8e5m2` the IEEE-like E5M2. `hifloat8` pads must be zero or a hifloat8 hex
+constant. A value that does not fit T is carried as a deferred FIELD_RANGE.
+
+Grouped v0.6 forms expand to the register writes they imply, then the legacy copy:
+set_loop_size, set_loop1_stride, set_loop2_stride, [set_mov_pad_val], copy. Loop clause
+1 is the hardware loop1 (inner), clause 2 loop2 (outer). Clauses 3, 4, ... are software
+loops around the command, each further clause one level further out (clause 3 is the
+innermost software loop, the last clause the outermost); every iteration is one more copy
+whose source and destination addresses are advanced by that iteration's strides. The
+register writes are emitted once, before the first copy. A software count that does not
+fit the hardware loop-count field yields a single copy carrying a deferred FIELD_RANGE.
+"""
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .errors import ProgramError
+from .isa import (DTYPE_BY_NAME, EXTERNAL_PIPE_NAMES, OP_BY_MNEMONIC, PIPE_NAMES, DType,
+                  ErrorCode, Pipe)
+from .program import Instr
+
+# A grouped op unrolled into more copies than this is refused rather than materialised.
+MAX_SOFTWARE_COPIES = 1 << 16
+
+_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<comment>//[^\n]*)
+  | (?P<value>%[A-Za-z0-9_$.\-]+)
+  | (?P<symbol>@[A-Za-z0-9_$.]+)
+  | (?P<string>"(?:[^"\\\n]|\\.)*")
+  | (?P<arrow>->)
+  | (?P<number>-?(?:0x[0-9A-Fa-f]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?))
+  | (?P<dialect_type>![A-Za-z_][A-Za-z0-9_.]*)
+  | (?P<attribute>\#[A-Za-z_][A-Za-z0-9_.]*)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_.$]*)
+  | (?P<punct>[(){}\[\]<>,:=*?])
+""", re.VERBOSE)
+
+_CONSTANT_NAME = re.compile(r"c(-?\d+)(?:_(?:i|si|ui|u)\d+|_index)?(?:_\d+)?")
+_INTEGER_TYPE = re.compile(r"(?:i|si|ui|u)\d+|index")
+_FLOAT_TYPE = re.compile(r"bf16|f16|f32|f64")
+_REPEAT = re.compile(r"x(\d+)")
+_EVENT = re.compile(r"EVENT_ID(\d+)")
+
+# name -> (exponent bits, mantissa bits, finite only: no infinities, NaN = all ones)
+_FLOAT_FORMATS = {
+    "f16": (5, 10, False), "bf16": (8, 7, False), "f32": (8, 23, False),
+    "f64": (11, 52, False), "f8e4m3": (4, 3, True), "f8e5m2": (5, 2, False),
+}
+
+_GROUPED = ("mte_gm_ub", "mte_ub_gm", "mte_ub_ub")
+_FLAGS = ("set_flag", "wait_flag")
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    text: str
+    line: int
+    column: int
+    start: int
+    end: int
+
+    def describe(self):
+        return "end of input" if self.kind == "eof" else repr(self.text)
+
+
+@dataclass(frozen=True)
+class PtrType:
+    elem: DType
+    space: str
+    token: Token = field(compare=False)
+    text: str = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    name: str
+    token: Token = field(compare=False)
+    text: str = field(compare=False)
+
+
+@dataclass(frozen=True)
+class OpaqueType:
+    """A dialect type this engine never takes as an operand (tiles, views, ...)."""
+    token: Token = field(compare=False)
+    text: str = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Value:
+    number: int | float
+    type: PtrType | ScalarType | None = None
+    bits: int | None = None      # a float constant's exact bit pattern in its own type
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One operand of a statement, resolved, with its entry in the type list."""
+    token: Token
+    value: Value
+    type: PtrType | ScalarType | OpaqueType
+
+
+@dataclass
+class Clause:
+    name: Token
+    operands: list
+
+
+@dataclass
+class Statement:
+    op: Token
+    name: str                     # mnemonic without the optional `pto.` prefix
+    result: Token | None
+    flags: list = field(default_factory=list)       # [(name, token)] inside [...]
+    bracket: Token | None = None
+    operands: list = field(default_factory=list)    # value tokens
+    clauses: list = field(default_factory=list)
+    types: list = field(default_factory=list)
+    result_types: list = field(default_factory=list)
+    colon: Token | None = None
+    text: str = ""
+
+
+def _error(token, message):
+    return ProgramError(message, token.line, token.column)
+
+
+def tokenize(text):
+    tokens, pos, line, line_start = [], 0, 1, 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        column = pos - line_start + 1
+        if not match:
+            if text[pos] == '"':
+                raise ProgramError("unterminated string", line, column)
+            raise ProgramError(f"unexpected character {text[pos]!r}", line, column)
+        if match.lastgroup not in ("space", "comment"):
+            tokens.append(Token(match.lastgroup, match.group(), line, column, pos, match.end()))
+        newlines = match.group().count("\n")
+        if newlines:
+            line += newlines
+            line_start = pos + match.group().rindex("\n") + 1
+        pos = match.end()
+    tokens.append(Token("eof", "", line, pos - line_start + 1, pos, pos))
+    return tokens
+
+
+def parse(text, bindings=None):
+    """Parse a PTO program into engine instructions. Raises ProgramError."""
+    return _Parser(text, bindings).parse_program()
+
+
+# --- float bit patterns -------------------------------------------------------------
+
+def encode_float(x, fmt):
+    """Bit pattern of x rounded to nearest-even in `fmt`, or None if it does not fit."""
+    exp_bits, man_bits, finite_only = fmt
+    bias = (1 << (exp_bits - 1)) - 1
+    top = (1 << exp_bits) - 1
+    sign = int(math.copysign(1.0, x) < 0) << (exp_bits + man_bits)
+    if math.isnan(x):
+        quiet = (1 << man_bits) - 1 if finite_only else 1 << (man_bits - 1)
+        return sign | top << man_bits | quiet
+    if math.isinf(x):
+        return None if finite_only else sign | top << man_bits
+    if x == 0:
+        return sign
+    exponent = max(math.frexp(abs(x))[1] - 1, 1 - bias)
+    significand = round(Fraction(abs(x)) / Fraction(2) ** (exponent - man_bits))
+    if significand >> (man_bits + 1):        # rounding carried into the next binade
+        exponent, significand = exponent + 1, significand >> 1
+    if significand >> man_bits:
+        biased, mantissa = exponent + bias, significand - (1 << man_bits)
+    else:
+        biased, mantissa = 0, significand    # subnormal
+    all_ones = (1 << man_bits) - 1
+    if biased > (top if finite_only else top - 1) or (
+            finite_only and biased == top and mantissa == all_ones):
+        return None
+    return sign | biased << man_bits | mantissa
+
+
+def decode_float(bits, fmt):
+    exp_bits, man_bits, finite_only = fmt
+    bias = (1 << (exp_bits - 1)) - 1
+    top = (1 << exp_bits) - 1
+    sign = -1.0 if bits >> (exp_bits + man_bits) & 1 else 1.0
+    biased, mantissa = bits >> man_bits & top, bits & ((1 << man_bits) - 1)
+    if biased == top and not finite_only:
+        return sign * math.inf if mantissa == 0 else math.nan
+    if biased == top and mantissa == (1 << man_bits) - 1:
+        return math.nan
+    if biased == 0:
+        return sign * math.ldexp(mantissa, 1 - bias - man_bits)
+    return sign * math.ldexp((1 << man_bits) | mantissa, biased - bias - man_bits)
+
+
+def _integer_range(dtype):
+    width = dtype.size * 8
+    low = -(1 << (width - 1)) if dtype.name.startswith("i") else 0
+    return low, (1 << width) - 1
+
+
+def pad_pattern(value, dtype, token):
+    """(pad_val bits, deferred error) for `value` stored in element type `dtype`."""
+    if dtype.size == 0:
+        return 0, (ErrorCode.TYPE_UNSUPPORTED, f"pad type {dtype.name} is sub-byte")
+    own_type = value.type.name if isinstance(value.type, ScalarType) else None
+    if value.bits is not None and own_type == dtype.name:
+        return value.bits, None
+    if own_type == "hifloat8":
+        raise _error(token, f"a hifloat8 constant cannot be converted to {dtype.name}")
+    misfit = (ErrorCode.FIELD_RANGE, f"pad value {value.number} does not fit {dtype.name}")
+    if dtype.name in _FLOAT_FORMATS:
+        bits = encode_float(float(value.number), _FLOAT_FORMATS[dtype.name])
+        return (0, misfit) if bits is None else (bits, None)
+    if dtype.name == "hifloat8":
+        if value.number == 0:
+            return 0, None
+        raise _error(token, "a hifloat8 pad value must be 0 or a hifloat8 hex constant")
+    number = value.number
+    if isinstance(number, float) and not number.is_integer():
+        return 0, misfit
+    low, high = _integer_range(dtype)
+    if not low <= int(number) <= high:
+        return int(number), misfit
+    return int(number) & ((1 << (dtype.size * 8)) - 1), None
+
+
+# --- the parser ---------------------------------------------------------------------
+
+def _pointer_fields(op):
+    """Fields that take a pointer operand: gm_src, ub_dst, ... (not the strides)."""
+    return {f.name for f in op.fields if f.space and f.name.startswith(f.space + "_")}
+
+
+def _operand_fields(op):
+    return [f for f in op.fields if f.name != "dtype"]
+
+
+def _copy_dtype(pointer_types):
+    """dtype code of the first pointer and the deferred error of a size mismatch."""
+    first = pointer_types[0].elem
+    other = next((t.elem for t in pointer_types if t.elem.size != first.size), None)
+    if other is None:
+        return first.code, None
+    return first.code, (ErrorCode.TYPE_UNSUPPORTED,
+                        f"pointer element types {first.name} ({first.size} bytes) and "
+                        f"{other.name} ({other.size} bytes) differ in size")
+
+
+def _pipe(name, token):
+    if name in PIPE_NAMES:
+        return PIPE_NAMES[name]
+    if name in EXTERNAL_PIPE_NAMES or name.startswith("PIPE_"):
+        return Pipe.EXTERNAL
+    raise _error(token, f"unknown pipe {name!r}")
+
+
+def _statement_text(source):
+    return " ".join(re.sub(r"//[^\n]*", "", source).split())
+
+
+class _Parser:
+    def __init__(self, text, bindings):
+        self.text = text
+        self.tokens = tokenize(text)
+        self.pos = 0
+        self.bindings = {name.lstrip("%"): v for name, v in (bindings or {}).items()}
+        self.values = {}      # names the program defined
+        self.arg_types = {}   # declared types of function arguments
+        self.instrs = []
+
+    # token stream
+
+    def peek(self, ahead=0):
+        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+
+    def advance(self):
+        token = self.peek()
+        self.pos = min(self.pos + 1, len(self.tokens) - 1)
+        return token
+
+    def at(self, text):
+        token = self.peek()
+        return token.kind not in ("string", "eof") and token.text == text
+
+    def accept(self, text):
+        return self.advance() if self.at(text) else None
+
+    def expect(self, text):
+        if not self.at(text):
+            raise _error(self.peek(), f"expected {text!r}, found {self.peek().describe()}")
+        return self.advance()
+
+    def expect_kind(self, kind, what):
+        if self.peek().kind != kind:
+            raise _error(self.peek(), f"expected {what}, found {self.peek().describe()}")
+        return self.advance()
+
+    def skip_balanced(self, opening, closing):
+        start = self.expect(opening)
+        depth = 1
+        while depth:
+            token = self.advance()
+            if token.kind == "eof":
+                raise _error(start, f"unclosed {opening!r}")
+            if token.kind == "punct":
+                depth += (token.text == opening) - (token.text == closing)
+
+    # structure
+
+    def parse_program(self):
+        self.parse_items(closed_by_brace=False)
+        return self.instrs
+
+    def parse_items(self, closed_by_brace):
+        while True:
+            token = self.peek()
+            if token.kind == "eof":
+                if closed_by_brace:
+                    raise _error(token, "expected '}', found end of input")
+                return
+            if self.at("}"):
+                if not closed_by_brace:
+                    raise _error(token, "unmatched '}'")
+                self.advance()
+                return
+            if self.at("module"):
+                self.parse_module()
+            elif self.at("func.func"):
+                self.parse_func()
+            elif self.at("return"):
+                self.parse_return()
+            else:
+                self.parse_statement()
+
+    def parse_module(self):
+        self.advance()
+        if self.peek().kind == "symbol":
+            self.advance()
+        if self.accept("attributes"):
+            self.skip_balanced("{", "}")
+        self.expect("{")
+        self.parse_items(closed_by_brace=True)
+
+    def parse_func(self):
+        self.advance()
+        if self.peek().kind == "ident":       # visibility: private, public, nested
+            self.advance()
+        self.expect_kind("symbol", "a function name such as @kernel")
+        outer_values, outer_args = dict(self.values), dict(self.arg_types)
+        self.expect("(")
+        while not self.at(")"):
+            name = self.expect_kind("value", "an argument such as %arg0")
+            self.expect(":")
+            self.arg_types[name.text[1:]] = self.parse_type()
+            if self.at("{"):
+                self.skip_balanced("{", "}")
+            if not self.accept(","):
+                break
+        self.expect(")")
+        if self.accept("->"):
+            self.parse_type_group()
+        if self.accept("attributes"):
+            self.skip_balanced("{", "}")
+        if self.accept("{"):
+            self.parse_items(closed_by_brace=True)
+        self.values, self.arg_types = outer_values, outer_args
+
+    def parse_return(self):
+        self.advance()
+        self.parse_operand_list()
+        if self.at(":"):
+            self.parse_signature()
+
+    # types
+
+    def parse_type(self):
+        token = self.peek()
+        if token.kind == "dialect_type" and token.text == "!pto.ptr":
+            self.advance()
+            return self.parse_pointer_body(token)
+        if token.kind == "punct" and token.text == "<":
+            return self.parse_pointer_body(token)
+        if token.kind == "dialect_type":
+            self.advance()
+            if self.at("<"):
+                self.skip_balanced("<", ">")
+            return OpaqueType(token, self.source(token))
+        if token.kind == "ident":
+            self.advance()
+            if not (_INTEGER_TYPE.fullmatch(token.text) or _FLOAT_TYPE.fullmatch(token.text)
+                    or token.text in DTYPE_BY_NAME):
+                raise _error(token, f"unknown type {token.text!r}")
+            return ScalarType(token.text, token, token.text)
+        raise _error(token, f"expected a type, found {token.describe()}")
+
+    def parse_pointer_body(self, start):
+        self.expect("<")
+        elem = self.expect_kind("ident", "an element type")
+        if elem.text not in DTYPE_BY_NAME:
+            raise _error(elem, f"unknown element type {elem.text!r}")
+        self.expect(",")
+        space = self.expect_kind("ident", "a memory space (gm or ub)")
+        if space.text not in ("gm", "ub"):
+            raise _error(space, f"unknown memory space {space.text!r} (gm or ub)")
+        self.expect(">")
+        return PtrType(DTYPE_BY_NAME[elem.text], space.text, start, self.source(start))
+
+    def parse_type_list(self):
+        types = []
+        while True:
+            item = self.parse_type()
+            repeat = _REPEAT.fullmatch(self.peek().text) if self.peek().kind == "ident" else None
+            if repeat:
+                self.advance()
+            types += [item] * (int(repeat.group(1)) if repeat else 1)
+            if not self.accept(","):
+                return types
+
+    def parse_type_group(self):
+        """A type list, possibly parenthesised (and then possibly empty)."""
+        if not self.accept("("):
+            return self.parse_type_list()
+        types = [] if self.at(")") else self.parse_type_list()
+        self.expect(")")
+        return types
+
+    def parse_signature(self):
+        colon = self.expect(":")
+        operand_types = self.parse_type_group()
+        result_types = self.parse_type_group() if self.accept("->") else []
+        return colon, operand_types, result_types
+
+    def source(self, start):
+        """Source text from `start` to the last token consumed."""
+        return self.text[start.start:self.tokens[self.pos - 1].end]
+
+    # statements
+
+    def parse_operand_list(self):
+        operands = []
+        if self.peek().kind != "value":
+            return operands
+        operands.append(self.advance())
+        while self.accept(","):
+            operands.append(self.expect_kind("value", "an operand such as %x"))
+        return operands
+
+    def parse_flag_items(self):
+        items = []
+        while True:
+            token = self.peek()
+            if token.kind == "string":
+                self.advance()
+                items.append((token.text[1:-1], token))
+            else:
+                if token.kind == "attribute":
+                    self.advance()
+                angled = self.accept("<")
+                name = self.expect_kind("ident", "a pipe or event name")
+                if angled:
+                    self.expect(">")
+                items.append((name.text, name))
+            if not self.accept(","):
+                return items
+
+    def parse_statement(self):
+        result = None
+        if self.peek().kind == "value" and self.peek(1).text == "=":
+            result = self.advance()
+            self.advance()
+        op = self.peek()
+        if op.kind != "ident":
+            raise _error(op, f"expected an operation, found {op.describe()}")
+        self.advance()
+        if op.text == "arith.constant":
+            return self.define_constant(op, result)
+        name = op.text.removeprefix("pto.")
+        if name not in OP_BY_MNEMONIC and name not in _GROUPED + ("castptr", "addptr"):
+            raise _error(op, f"unknown op {op.text!r}")
+        stmt = self.parse_statement_body(op, name, result)
+        if name in ("castptr", "addptr"):
+            return self.define_pointer(stmt)
+        if result:
+            raise _error(result, f"{name} has no result")
+        if name in _GROUPED:
+            return getattr(self, "expand_" + name)(stmt)
+        if name in _FLAGS:
+            return self.flag(stmt)
+        if name == "set_mov_pad_val":
+            return self.set_mov_pad_val(stmt)
+        return self.legacy(stmt)
+
+    def parse_statement_body(self, op, name, result):
+        stmt = Statement(op, name, result)
+        if self.at("[") and name in _FLAGS:
+            stmt.bracket = self.advance()
+            stmt.flags = self.parse_flag_items()
+            self.expect("]")
+        stmt.operands = self.parse_operand_list()
+        while self.peek().kind == "ident" and self.peek(1).text == "(":
+            clause_name = self.advance()
+            self.advance()
+            stmt.clauses.append(Clause(clause_name, self.parse_operand_list()))
+            self.expect(")")
+        if self.at("{"):
+            self.skip_balanced("{", "}")
+        if self.at(":"):
+            stmt.colon, stmt.types, stmt.result_types = self.parse_signature()
+        if self.at("{"):
+            self.skip_balanced("{", "}")
+        stray = self.peek()
+        if stray.kind == "value" and self.peek(1).text != "=":
+            raise _error(stray, f"expected ',' or ':' before {stray.text}")
+        stmt.text = _statement_text(self.source(result or op))
+        return stmt
+
+    # names and values
+
+    def resolve(self, token):
+        name = token.text[1:]
+        if name in self.values:
+            return self.values[name]
+        constant = _CONSTANT_NAME.fullmatch(name)
+        if constant:
+            return Value(int(constant.group(1)))
+        if name in ("true", "false"):
+            return Value(int(name == "true"), ScalarType("i1", token, "i1"))
+        if name in self.bindings:
+            return Value(self.bindings[name], self.arg_types.get(name))
+        raise _error(token, f"unbound name {token.text}")
+
+    def define(self, result, value):
+        name = result.text[1:]
+        if name in self.values:
+            raise _error(result, f"{result.text} is already defined")
+        self.values[name] = value
+
+    def define_constant(self, op, result):
+        if result is None:
+            raise _error(op, "arith.constant needs a result name")
+        literal = self.advance()
+        if literal.kind == "ident" and literal.text in ("true", "false"):
+            value = Value(int(literal.text == "true"), ScalarType("i1", literal, "i1"))
+        elif literal.kind == "number":
+            value = self.typed_literal(literal)
+        else:
+            raise _error(literal, f"expected a number, true or false, found {literal.describe()}")
+        if self.at("{"):
+            self.skip_balanced("{", "}")
+        self.define(result, value)
+
+    def typed_literal(self, literal):
+        if not self.at(":"):
+            raise _error(self.peek(), f"expected ':' and a type after {literal.text}")
+        self.advance()
+        declared = self.parse_type()
+        if not isinstance(declared, ScalarType):
+            raise _error(declared.token, f"a constant cannot have type {declared.text}")
+        text = literal.text
+        is_hex = text.lstrip("-").startswith("0x")
+        if declared.name in _FLOAT_FORMATS:
+            fmt = _FLOAT_FORMATS[declared.name]
+            bits = int(text, 16) if is_hex else encode_float(float(text), fmt)
+            if bits is None or not 0 <= bits < 1 << (1 + fmt[0] + fmt[1]):
+                raise _error(literal, f"{text} does not fit {declared.name}")
+            return Value(decode_float(bits, fmt), declared, bits)
+        if declared.name == "hifloat8":
+            if not is_hex or not 0 <= int(text, 16) <= 0xFF:
+                raise _error(literal, "a hifloat8 constant must be an 8-bit hex pattern")
+            return Value(math.nan, declared, int(text, 16))   # no numeric conversion
+        if not is_hex and not re.fullmatch(r"-?\d+", text):
+            raise _error(literal, f"{text} is not an integer, but the type is {declared.name}")
+        return Value(int(text, 16) if is_hex else int(text, 10), declared)
+
+    def define_pointer(self, stmt):
+        if stmt.result is None:
+            raise _error(stmt.op, f"{stmt.name} needs a result name")
+        want = 1 if stmt.name == "castptr" else 2
+        self.check_operand_count(stmt, want)
+        base = self.resolve(stmt.operands[0])
+        address = self.integer(stmt.operands[0], base)
+        if stmt.name == "castptr":
+            pointer = next((t for t in stmt.result_types if isinstance(t, PtrType)), None)
+            if pointer is None:
+                raise _error(stmt.colon or stmt.op,
+                             "castptr needs a result type !pto.ptr<T, gm|ub>")
+        else:
+            pointer = self.addptr_type(stmt, base)
+            if pointer.elem.size == 0:
+                raise _error(stmt.op, f"addptr on sub-byte element type {pointer.elem.name}")
+            offset = stmt.operands[1]
+            address += self.integer(offset, self.resolve(offset)) * pointer.elem.size
+        self.define(stmt.result, Value(address, pointer))
+
+    def addptr_type(self, stmt, base):
+        candidates = [base.type, *stmt.types[:1], *stmt.result_types]
+        pointer = next((t for t in candidates if isinstance(t, PtrType)), None)
+        if pointer is None:
+            base_name = stmt.operands[0]
+            raise _error(base_name, f"the element type of {base_name.text} is unknown; "
+                                    "give addptr a type list")
+        return pointer
+
+    def integer(self, token, value):
+        if isinstance(value.number, float):
+            raise _error(token, f"{token.text} is a float where an integer is needed")
+        return int(value.number)
+
+    # shape checks
+
+    def check_operand_count(self, stmt, want):
+        have = len(stmt.operands)
+        if have > want:
+            raise _error(stmt.operands[want], f"{stmt.name} takes {want} operands, found {have}")
+        if have < want:
+            raise _error(stmt.op, f"{stmt.name} takes {want} operands, found {have}")
+
+    def check_type_count(self, stmt, operand_count):
+        if len(stmt.types) != operand_count:
+            raise _error(stmt.colon or stmt.op,
+                         f"{stmt.name} has {operand_count} operands but "
+                         f"{len(stmt.types)} types")
+
+    def check_no_clauses(self, stmt):
+        if stmt.clauses:
+            raise _error(stmt.clauses[0].name, f"{stmt.name} takes no clauses")
+
+    def args(self, tokens, types):
+        return [Arg(tok, self.resolve(tok), typ) for tok, typ in zip(tokens, types)]
+
+    def pointer(self, arg, space):
+        if not isinstance(arg.type, PtrType) or arg.type.space != space:
+            raise _error(arg.type.token, f"{arg.token.text} needs type !pto.ptr<T, {space}>, "
+                                         f"found {arg.type.text}")
+        return self.integer(arg.token, arg.value)
+
+    def scalar(self, arg):
+        if not (isinstance(arg.type, ScalarType) and _INTEGER_TYPE.fullmatch(arg.type.name)):
+            raise _error(arg.type.token, f"{arg.token.text} needs an integer type, "
+                                         f"found {arg.type.text}")
+        return self.integer(arg.token, arg.value)
+
+    def pad_type(self, arg):
+        if not isinstance(arg.type, ScalarType) or arg.type.name not in DTYPE_BY_NAME:
+            raise _error(arg.type.token,
+                         f"pad type must be an element type, found {arg.type.text}")
+        return DTYPE_BY_NAME[arg.type.name]
+
+    # instructions
+
+    def emit(self, stmt, mnemonic, values, deferred=None):
+        self.instrs.append(Instr(OP_BY_MNEMONIC[mnemonic], values, stmt.op.line,
+                                 stmt.op.column, stmt.text, deferred))
+
+    def legacy(self, stmt):
+        op = OP_BY_MNEMONIC[stmt.name]
+        fields = _operand_fields(op)
+        self.check_no_clauses(stmt)
+        self.check_operand_count(stmt, len(fields))
+        self.check_type_count(stmt, len(fields))
+        pointers = _pointer_fields(op)
+        values, pointer_types = {}, []
+        for f, arg in zip(fields, self.args(stmt.operands, stmt.types)):
+            if f.name in pointers:
+                values[f.name] = self.pointer(arg, f.space)
+                pointer_types.append(arg.type)
+            else:
+                values[f.name] = self.scalar(arg)
+        deferred = None
+        if pointer_types:
+            values["dtype"], deferred = _copy_dtype(pointer_types)
+        self.emit(stmt, stmt.name, values, deferred)
+
+    def set_mov_pad_val(self, stmt):
+        self.check_no_clauses(stmt)
+        self.check_operand_count(stmt, 1)
+        self.check_type_count(stmt, 1)
+        (arg,) = self.args(stmt.operands, stmt.types)
+        bits, deferred = pad_pattern(arg.value, self.pad_type(arg), arg.token)
+        self.emit(stmt, "set_mov_pad_val", {"pad_val": bits}, deferred)
+
+    def flag(self, stmt):
+        if stmt.bracket is None:
+            raise _error(stmt.op, f"{stmt.name} needs [src_pipe, dst_pipe, event]")
+        if len(stmt.flags) != 3:
+            raise _error(stmt.bracket, f"{stmt.name} takes [src_pipe, dst_pipe, event], "
+                                       f"found {len(stmt.flags)} items")
+        self.check_no_clauses(stmt)
+        self.check_operand_count(stmt, 0)
+        self.check_type_count(stmt, 0)
+        (src, src_tok), (dst, dst_tok), (event, event_tok) = stmt.flags
+        event_id = _EVENT.fullmatch(event)
+        if not event_id:
+            raise _error(event_tok, f"unknown event {event!r} (EVENT_ID0, EVENT_ID1, ...)")
+        self.emit(stmt, stmt.name, {"src_pipe": int(_pipe(src, src_tok)),
+                                    "dst_pipe": int(_pipe(dst, dst_tok)),
+                                    "event_id": int(event_id.group(1))})
+
+    # grouped v0.6 forms
+
+    def grouped_args(self, stmt, operand_counts, clause_names):
+        """Check a grouped op's shape; returns (top-level args, nburst args, loops, pad)."""
+        have = len(stmt.operands)
+        if have not in operand_counts:
+            want = " or ".join(map(str, operand_counts))
+            where = stmt.operands[max(operand_counts)] if have > max(operand_counts) else stmt.op
+            raise _error(where, f"{stmt.name} takes {want} operands before its clauses, "
+                                f"found {have}")
+        self.check_clause_order(stmt, clause_names)
+        tokens = stmt.operands + [tok for c in stmt.clauses for tok in c.operands]
+        self.check_type_count(stmt, len(tokens))
+        args = self.args(tokens, stmt.types)
+        top, rest = args[:have], args[have:]
+        clauses = []
+        for clause in stmt.clauses:
+            clauses.append((clause.name.text, rest[:len(clause.operands)]))
+            rest = rest[len(clause.operands):]
+        nburst = clauses[0][1]
+        loops = [a for name, a in clauses if name == "loop"]
+        pad = next((a for name, a in clauses if name == "pad"), None)
+        return top, nburst, loops, pad
+
+    def check_clause_order(self, stmt, allowed):
+        """nburst first and once, then loop clauses, then at most one pad, last."""
+        if not stmt.clauses or stmt.clauses[0].name.text != "nburst":
+            where = stmt.clauses[0].name if stmt.clauses else stmt.op
+            raise _error(where, f"{stmt.name} needs an nburst(...) clause first")
+        arity = {"nburst": (3,), "loop": (3,), "pad": (1, 3)}
+        for i, clause in enumerate(stmt.clauses):
+            name = clause.name.text
+            if name not in allowed:
+                raise _error(clause.name, f"{stmt.name} takes no {name}(...) clause")
+            if (name == "nburst" and i) or (name == "pad" and i != len(stmt.clauses) - 1):
+                raise _error(clause.name, f"{name}(...) is out of place: "
+                                          "nburst(...) loop(...)* [pad(...)]")
+            if len(clause.operands) not in arity[name]:
+                want = " or ".join(map(str, arity[name]))
+                raise _error(clause.name, f"{name}(...) takes {want} operands, "
+                                          f"found {len(clause.operands)}")
+
+    def loop_registers(self, stmt, loops, direction):
+        """The three loop-register writes; unused hardware loops are count 1, strides 0."""
+        hardware = [[self.scalar(a) for a in loop] for loop in loops[:2]]
+        hardware += [[1, 0, 0]] * (2 - len(hardware))
+        (count1, src1, dst1), (count2, src2, dst2) = hardware
+        self.emit(stmt, f"set_loop_size_{direction}",
+                  {"loop1_count": count1, "loop2_count": count2})
+        self.emit(stmt, f"set_loop1_stride_{direction}", {"src_stride": src1, "dst_stride": dst1})
+        self.emit(stmt, f"set_loop2_stride_{direction}", {"src_stride": src2, "dst_stride": dst2})
+
+    def software_offsets(self, stmt, loops):
+        """(offsets, error): the (src, dst) byte offsets of each software-loop iteration,
+        clause 3 innermost, or a FIELD_RANGE deferred error when a count does not fit."""
+        levels = [[self.scalar(a) for a in loop] for loop in loops[2:]]
+        count_field = OP_BY_MNEMONIC["set_loop_size_outtoub"].field("loop1_count")
+        for number, (count, _, _) in enumerate(levels, start=3):
+            if not 0 <= count <= count_field.max:
+                return [], (ErrorCode.FIELD_RANGE, f"software loop {number} count {count} "
+                                                   f"does not fit {count_field.width} bits")
+        if math.prod(count for count, _, _ in levels) > MAX_SOFTWARE_COPIES:
+            raise _error(stmt.clauses[3].name, f"software loops expand to more than "
+                                               f"{MAX_SOFTWARE_COPIES} copies")
+        outermost_first = levels[::-1]
+        return [(sum(i * src for i, (_, src, _) in zip(index, outermost_first)),
+                 sum(i * dst for i, (_, _, dst) in zip(index, outermost_first)))
+                for index in itertools.product(*(range(c) for c, _, _ in outermost_first))], None
+
+    def emit_copies(self, stmt, mnemonic, values, src_field, dst_field, loops, deferred):
+        offsets, count_error = self.software_offsets(stmt, loops)
+        if count_error:
+            self.emit(stmt, mnemonic, values, count_error)
+            return
+        for src_offset, dst_offset in offsets:
+            moved = dict(values)
+            moved[src_field] += src_offset
+            moved[dst_field] += dst_offset
+            self.emit(stmt, mnemonic, moved, deferred)
+
+    def expand_mte_gm_ub(self, stmt):
+        top, (n, src_stride, dst_stride), loops, pad = self.grouped_args(
+            stmt, (4,), ("nburst", "loop", "pad"))
+        gm, ub, cache, length = top
+        values = {"gm_src": self.pointer(gm, "gm"), "ub_dst": self.pointer(ub, "ub"), "sid": 0,
+                  "n_burst": self.scalar(n), "len_burst": self.scalar(length),
+                  "left_padding": 0, "right_padding": 0, "data_select_bit": 0,
+                  "l2_cache_ctl": self.scalar(cache), "src_stride": self.scalar(src_stride),
+                  "dst_stride": self.scalar(dst_stride)}
+        values["dtype"], deferred = _copy_dtype([gm.type, ub.type])
+        self.loop_registers(stmt, loops, "outtoub")
+        if pad:
+            bits, pad_error = pad_pattern(pad[0].value, self.pad_type(pad[0]), pad[0].token)
+            self.emit(stmt, "set_mov_pad_val", {"pad_val": bits}, pad_error)
+            values["data_select_bit"] = 1
+            if len(pad) == 3:
+                values["left_padding"], values["right_padding"] = map(self.scalar, pad[1:])
+        self.emit_copies(stmt, "copy_gm_to_ubuf", values, "gm_src", "ub_dst", loops, deferred)
+
+    def expand_mte_ub_gm(self, stmt):
+        top, (n, src_stride, dst_stride), loops, _ = self.grouped_args(
+            stmt, (3, 4), ("nburst", "loop"))
+        ub, gm, *cache, length = top
+        values = {"ub_src": self.pointer(ub, "ub"), "gm_dst": self.pointer(gm, "gm"), "sid": 0,
+                  "n_burst": self.scalar(n), "len_burst": self.scalar(length),
+                  "l2_cache_ctl": self.scalar(cache[0]) if cache else 0,
+                  "dst_stride": self.scalar(dst_stride), "src_stride": self.scalar(src_stride)}
+        values["dtype"], deferred = _copy_dtype([ub.type, gm.type])
+        self.loop_registers(stmt, loops, "ubtoout")
+        self.emit_copies(stmt, "copy_ubuf_to_gm", values, "ub_src", "gm_dst", loops, deferred)
+
+    def expand_mte_ub_ub(self, stmt):
+        top, (n, src_gap, dst_gap), _, _ = self.grouped_args(stmt, (3,), ("nburst",))
+        src, dst, length = top
+        values = {"ub_src": self.pointer(src, "ub"), "ub_dst": self.pointer(dst, "ub"),
+                  "sid": 0, "n_burst": self.scalar(n), "len_burst": self.scalar(length),
+                  "src_gap": self.scalar(src_gap), "dst_gap": self.scalar(dst_gap)}
+        values["dtype"], deferred = _copy_dtype([src.type, dst.type])
+        self.emit(stmt, "copy_ubuf_to_ubuf", values, deferred)

@@ -1,0 +1,143 @@
+"""The `mte run` command, driven as a subprocess."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from model import seeds
+
+ROOT = Path(__file__).resolve().parents[1]
+TILE = seeds.TILE_32X32_F32.tobytes()
+
+# Seed example 1 (a 32x32 f32 tile, GM -> UB), then a copy to a UB address that is not
+# 32-byte aligned, which must be rejected without touching UB.
+LOAD_THEN_MISALIGNED = seeds.TILE_LOAD_F32 + """
+pto.copy_gm_to_ubuf %arg0, %bad_ub, %c0_i64, %c32_i64, %c128_i64, %c0_i64, %c0_i64,
+    %false, %c0_i64, %c128_i64, %c128_i64
+    : !pto.ptr<f32, gm>, !pto.ptr<f32, ub>, i64, i64, i64, i64, i64, i1, i64, i64, i64
+"""
+
+
+def mte(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "model.cli", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.fixture
+def work(tmp_path):
+    (tmp_path / "load.pto").write_text(seeds.TILE_LOAD_F32)
+    (tmp_path / "store.pto").write_text(seeds.TILE_STORE_F32)
+    (tmp_path / "tile.bin").write_bytes(TILE)
+    return tmp_path
+
+
+def test_run_prints_a_summary_and_dumps_ub(work):
+    run = mte("run", "load.pto", "--gm", "0x1000=tile.bin", "--bind", "arg0=0x1000",
+              "--bind", "ub_in=0x40", "--dump-ub", "0x40:0x1000=ub.bin", cwd=work)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["ops run: 2", "bytes moved: MTE2 4096, MTE3 0, V 0"]
+    assert run.stderr == ""
+    assert (work / "ub.bin").read_bytes() == TILE
+
+
+def test_decimal_and_hex_agree(work):
+    hex_run = mte("run", "load.pto", "--gm", "0x1000=tile.bin", "--bind", "arg0=0x1000",
+                  "--bind", "ub_in=0x20", "--dump-ub", "0x0:0x1040=hex.bin", cwd=work)
+    dec_run = mte("run", "load.pto", "--gm", "4096=tile.bin", "--bind", "arg0=4096",
+                  "--bind", "ub_in=32", "--dump-ub", "0:4160=dec.bin", cwd=work)
+    assert hex_run.returncode == dec_run.returncode == 0
+    assert (work / "hex.bin").read_bytes() == bytes(32) + TILE + bytes(32)
+    assert (work / "dec.bin").read_bytes() == (work / "hex.bin").read_bytes()
+
+
+def test_zero_window_ub_preload_and_gm_dump(work):
+    run = mte("run", "store.pto", "--ub", "0x4000=tile.bin", "--gm", "0x3000:4096",
+              "--gm", "0x2000:0x1000", "--bind", "ub_out=0x4000", "--bind", "arg1=0x3000",
+              "--dump-gm", "0x2000:8192=gm.bin", cwd=work)
+    assert run.returncode == 0, run.stderr
+    assert "MTE3 4096" in run.stdout
+    assert (work / "gm.bin").read_bytes() == bytes(4096) + TILE
+
+
+def test_rule_violation_reports_one_line_and_dumps_the_state_at_the_failing_op(work):
+    (work / "two.pto").write_text(LOAD_THEN_MISALIGNED)
+    run = mte("run", "two.pto", "--gm", "0x1000=tile.bin", "--bind", "arg0=0x1000",
+              "--bind", "ub_in=0", "--bind", "bad_ub=0x2010", "--dump-ub", "0:0x4000=ub.bin",
+              cwd=work)
+    assert run.returncode == 1
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("UB_MISALIGNED: line 17: copy_gm_to_ubuf: ")
+    assert (work / "ub.bin").read_bytes() == TILE + bytes(0x3000)
+
+
+def test_bus_error_dumps_the_rows_before_the_faulting_one(work):
+    (work / "half.bin").write_bytes(TILE[:2048])
+    run = mte("run", "load.pto", "--gm", "0x1000=half.bin", "--bind", "arg0=0x1000",
+              "--bind", "ub_in=0", "--dump-ub", "0:4096=ub.bin", cwd=work)
+    assert run.returncode == 1
+    assert run.stderr.startswith("BUS_ERROR: line 4: ") and "0x1800" in run.stderr
+    assert (work / "ub.bin").read_bytes() == TILE[:2048] + bytes(2048)
+
+
+def test_profile_sets_the_ub_size(work):
+    args = ("run", "load.pto", "--gm", "0x1000=tile.bin", "--bind", "arg0=0x1000",
+            "--bind", f"ub_in={196608 - 2048}")
+    assert mte(*args, "--profile", "a5", cwd=work).returncode == 0
+    a2a3 = mte(*args, "--profile", "a2a3", cwd=work)
+    assert a2a3.returncode == 1 and a2a3.stderr.startswith("UB_RANGE: line 4: ")
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--gm", "0x1000"), "ADDR=FILE or ADDR:LEN"),
+    (("--gm", "0x10zz:16"), "not a decimal or 0x hex"),
+    (("--bind", "arg0"), "NAME=VALUE"),
+    (("--dump-ub", "0:16"), "ADDR:LEN=FILE"),
+    (("--engine", "rtl"), "invalid choice"),
+    (("--gm", "0x1000=missing.bin"), "cannot read GM file missing.bin"),
+    (("--gm", "0x1000:64", "--gm", "0x1020:64"), "overlaps"),
+    (("--ub", f"{262144 - 100}=tile.bin"), "do not fit"),
+    (("--gm", "0x1000=tile.bin", "--dump-gm", "0x1800:0x1000=x.bin"),
+     "GM address 0x2000 is not mapped"),
+    (("--profile", "kirin9030", "--dump-ub", "0x1f000:0x1001=x.bin"), "beyond the 131072-byte UB"),
+])
+def test_usage_errors(work, args, words):
+    run = mte("run", "load.pto", "--bind", "arg0=0x1000", "--bind", "ub_in=0", *args, cwd=work)
+    assert run.returncode == 2
+    assert words in run.stderr
+    assert not (work / "x.bin").exists()
+
+
+def test_program_errors_are_usage_errors(work):
+    (work / "bad.pto").write_text("pto.set_loop_size_outtoub %c1_i64, %c1_i64 : i64, i64\n"
+                                  "  pto.copy_gm_to_l1 %a : i64\n")
+    run = mte("run", "bad.pto", cwd=work)
+    assert run.returncode == 2
+    assert "bad.pto:2:3: unknown op 'pto.copy_gm_to_l1'" in run.stderr
+    unbound = mte("run", "load.pto", "--bind", "arg0=0", cwd=work)
+    assert unbound.returncode == 2 and "load.pto:4:28: unbound name %ub_in" in unbound.stderr
+    missing = mte("run", "nowhere.pto", cwd=work)
+    assert missing.returncode == 2 and "cannot read program nowhere.pto" in missing.stderr
+
+
+def test_help_documents_the_command(work):
+    run = mte("run", "--help", cwd=work)
+    assert run.returncode == 0
+    for words in ("--profile", "a2a3", "kirinx90", "--engine", "--gm ADDR=FILE",
+                  "--gm ADDR:LEN", "--ub ADDR=FILE", "--bind NAME=VALUE", "--dump-gm",
+                  "--dump-ub", "0x hex", "exit status", "  0  ", "  1  ", "  2  "):
+        assert words in run.stdout, words
+
+
+def test_installed_console_script(work):
+    script = Path(sys.executable).parent / "mte"
+    if not script.exists():
+        pytest.skip("the mte console script is not installed in this environment")
+    run = subprocess.run([script, "run", "load.pto", "--gm", "0x1000=tile.bin",
+                          "--bind", "arg0=0x1000", "--bind", "ub_in=0"], cwd=work,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.startswith("ops run: 2")
