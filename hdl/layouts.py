@@ -29,6 +29,8 @@ class RowJob(data.Struct):
     `gm_addr`; left = 0, extent = length, select = 0.
     `pad8` is the pad pattern for 8 bytes of UB starting at an 8-byte-aligned address:
     byte i is byte (i mod es) of pad_val, so replicating it fills any aligned word.
+    `skip`: the copy was aborted (a bus error downstream); consumers drop the row but still
+    act on its `last`.
     """
     gm_addr: GM_ADDR_BITS
     ub_addr: UB_ADDR_BITS
@@ -40,6 +42,7 @@ class RowJob(data.Struct):
     sid: SID_BITS
     cache: CACHE_BITS
     last: 1             # last row of its command
+    skip: 1             # aborted copy: drop this row, keep its `last`
 
 
 class Completion(data.Struct):

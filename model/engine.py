@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import isa, rules
+from .assembler import encode_instr
 from .errors import MteError
 from .isa import ErrorCode, Opcode, Pipe
 from .memory import GlobalMemory, UnmappedAddressError, new_ub
@@ -162,15 +163,7 @@ class Engine:
 
     def validate(self, instr):
         """Raise MteError for the first error of a command, as it would run now."""
-        if instr.deferred is not None:
-            code, message = instr.deferred
-            raise self._error(instr, code, message)
-        try:
-            isa.encode(instr.op, instr.values)
-        except isa.EncodingError as e:
-            problem = "is negative" if e.value < 0 else f"does not fit {e.field.width} bits"
-            raise self._error(instr, ErrorCode.FIELD_RANGE,
-                              f"{e.field.name} = {e.value} {problem}") from None
+        encode_instr(instr)
         if instr.op.opcode in COPY_OPCODES:
             code = rules.check_copy(instr.op, instr.values, self._copy_registers(instr.op),
                                     self.profile)
