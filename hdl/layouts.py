@@ -75,8 +75,9 @@ class UbReadSignature(wiring.Signature):
     """A requester's read port into UB (Out from the requester).
 
     A request is accepted on a cycle with valid & ready; its word appears on `rdata`
-    with `rvalid` high exactly one cycle later (synchronous read, no backpressure on the
-    response: the requester must have room for every word it asks for)."""
+    with `rvalid` high two or more cycles later (a registered request stage, then the
+    synchronous read; see ub.UnifiedBuffer), words in request order. The response has no
+    backpressure: the requester must have room for every word it asks for."""
     def __init__(self, width_bytes):
         super().__init__({
             "addr": Out(ub_word_bits(width_bytes)),

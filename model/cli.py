@@ -74,7 +74,19 @@ def run_on_model(instrs, profile, gm, ub_preloads):
                      read_ub=lambda addr, n: engine.ub[addr:addr + n].tobytes())
 
 
-ENGINES = {"model": run_on_model}
+def run_on_rtl(instrs, profile, gm, ub_preloads):
+    """The generated RTL in a cocotb simulation, built on first use (tb/rtl_engine.py)."""
+    from tb.rtl_engine import run_on_rtl as run
+    return run(instrs, profile, gm, ub_preloads)
+
+
+def run_on_both(instrs, profile, gm, ub_preloads):
+    """The model and the RTL; the first difference is the error (tb/rtl_engine.py)."""
+    from tb.rtl_engine import run_on_both as run
+    return run(instrs, profile, gm, ub_preloads)
+
+
+ENGINES = {"model": run_on_model, "rtl": run_on_rtl, "both": run_on_both}
 
 
 # --- argument values --------------------------------------------------------------

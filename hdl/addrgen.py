@@ -1,0 +1,215 @@
+"""The loop/burst address generator: the rows of a checked copy, one per cycle."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from model.isa import GM_ADDR_BITS, Opcode
+
+from .checker import COPY_KINDS, checked_copy_layout
+from .layouts import RowJob
+
+# A 40-bit address add is done in two halves on consecutive stages (walk, then output), so
+# no stage has a carry chain longer than this.
+ADDR_SPLIT = GM_ADDR_BITS // 2
+
+# Which side of the copy (src / dst) each RowJob address field carries.
+ROW_ADDRESSES = {
+    Opcode.COPY_GM_TO_UBUF: {"gm_addr": "src", "ub_addr": "dst"},
+    Opcode.COPY_UBUF_TO_GM: {"gm_addr": "dst", "ub_addr": "src"},
+    # UB->UB: the destination row (a UB address) travels in gm_addr.
+    Opcode.COPY_UBUF_TO_UBUF: {"gm_addr": "dst", "ub_addr": "src"},
+}
+LOOP_COUNTS = ("n_burst", "loop1_count", "loop2_count")     # inner to outer
+
+
+class Step(enum.Enum, shape=2):
+    """How a row's addresses follow from the previous row's. The value is also the index
+    of the base pointer that is advanced: the row (0), the loop1 (1) or the loop2 (2) start;
+    FIRST (the copy's first row) sets all three."""
+    ROW = 0
+    LOOP1 = 1
+    LOOP2 = 2
+    FIRST = 3
+
+
+def _strides(geom, side):
+    """The stride added at each Step (ROW, LOOP1, LOOP2) on one side."""
+    return (geom[f"{side}_stride"], geom[f"loop1_{side}"], geom[f"loop2_{side}"])
+
+
+def _set_bases(m, bases, step, value):
+    """Advance the base pointers for `step`: the row pointer always, the loop1 start when a
+    loop1 or loop2 iteration begins, the loop2 start when a loop2 iteration begins."""
+    m.d.sync += bases[0].eq(value)
+    with m.If(step != Step.ROW):
+        m.d.sync += bases[1].eq(value)
+    with m.If((step == Step.LOOP2) | (step == Step.FIRST)):
+        m.d.sync += bases[2].eq(value)
+
+
+def _pick(step, choices):
+    """choices[step] for step in ROW, LOOP1, LOOP2."""
+    return Mux(step == Step.LOOP2, choices[2], Mux(step == Step.LOOP1, choices[1], choices[0]))
+
+
+def _pad8(m, pad_val, es):
+    """8 pad bytes: byte i is byte (i mod es) of pad_val."""
+    pad8 = Signal(64)
+    with m.Switch(es):
+        for size in (1, 2, 4):
+            with m.Case(size):
+                m.d.comb += pad8.eq(Cat(*[pad_val[:8 * size]] * (8 // size)))
+        with m.Default():
+            m.d.comb += pad8.eq(pad_val)
+    return pad8
+
+
+class AddressGenerator(wiring.Component):
+    """Walks the loop nest of a checked copy and emits its rows (layouts.RowJob).
+
+    `copy`: `checker.checked_copy_layout(kind)` (the CopyChecker result); its `error` is
+    not looked at: the caller passes only copies that passed. `rows`: one RowJob per row in
+    the order of the seed's C loops (loop2 outer, loop1, n_burst rows), `last` on the final
+    row. Row fields: MTE2 gm_addr = source row, ub_addr = destination row, length =
+    len_burst, left = L*es and extent = E with data_select (else 0 and len_burst);
+    MTE3 ub_addr = source row, gm_addr = destination row, extent = length; UB->UB
+    ub_addr = source row, gm_addr = destination row (a UB address), length = len*32.
+    pad8 repeats the low es bytes of pad_val.
+
+    An empty copy (a count or len_burst of 0) emits no row; `done_empty` pulses the cycle
+    after it was taken. `busy`: a taken copy still has rows to emit.
+
+    `abort` (a level or a pulse) cuts the copy whose row is next on `rows` short: unless
+    the row waiting on `rows` is already that copy's `last`, the next row generated is that
+    copy's final one, with `skip` and `last` set; the rest of its loop nest is not walked.
+    Rows already on `rows` are not changed, so a consumer must itself drop the rows of an
+    aborted copy that it has taken before `skip`; an abort while no copy is walked does
+    nothing.
+
+    Pipeline: a walk stage (loop counters and the low halves of the addresses, incremental
+    adds of the stride of the loop level that steps) and the output register (the high
+    halves, with the walk stage's carry). Latency: the first row is on `rows` two cycles
+    after its copy was taken. Throughput: one row per cycle, also from one copy to the
+    next (the next copy is taken in the cycle the last row is walked); an empty copy
+    costs one cycle.
+    """
+
+    def __init__(self, kind):
+        assert kind in COPY_KINDS
+        self.kind = kind
+        super().__init__({
+            "copy": In(stream.Signature(checked_copy_layout(kind))),
+            "rows": Out(stream.Signature(RowJob)),
+            "abort": In(1),
+            "done_empty": Out(1),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        rows, incoming = self.rows, self.copy.payload
+        job = Signal(checked_copy_layout(self.kind))    # the copy being walked
+        pad8 = Signal(64)
+        walking = Signal()
+        step = Signal(Step)                              # how the walked row was reached
+        advance = ~rows.valid | rows.ready
+        counters = [Signal(len(job.geom[name]), name=f"{name}_left") for name in LOOP_COUNTS]
+        at_end = [Signal(name=f"{name}_at_end") for name in LOOP_COUNTS]
+        last_row = Signal()
+        m.d.comb += last_row.eq(at_end[0] & at_end[1] & at_end[2])
+
+        # Abort the walked copy only if it is the one whose rows are being consumed.
+        aborted = Signal()
+        abort_now = aborted | (self.abort & ~(rows.valid & rows.payload.last))
+        ending = last_row | abort_now
+        with m.If(walking):
+            m.d.sync += aborted.eq(abort_now)
+
+        take = self.copy.valid & self.copy.ready
+        m.d.comb += [self.copy.ready.eq(~walking | (advance & ending)),
+                     self.busy.eq(walking | rows.valid)]
+        m.d.sync += self.done_empty.eq(take & incoming.geom.empty)
+
+        with m.If(advance):
+            m.d.sync += rows.valid.eq(walking)
+        walk = Signal()
+        m.d.comb += walk.eq(walking & advance)
+        next_step = Mux(at_end[0], Mux(at_end[1], Step.LOOP2, Step.LOOP1), Step.ROW)
+
+        for field, side in ROW_ADDRESSES[self.kind].items():
+            low, carry = self._walk_low(m, job, incoming.geom[side], side, take, walk, next_step)
+            high = self._output_high(m, job, side, walk, step, carry)
+            with m.If(walk):
+                m.d.sync += rows.payload[field].eq(Cat(low, high))
+
+        with m.If(walk):
+            m.d.sync += [
+                rows.payload.length.eq(job.geom.len_burst),
+                rows.payload.left.eq(job.geom.left_bytes),
+                rows.payload.extent.eq(job.geom.row_bytes),
+                rows.payload.select.eq(job.geom.select),
+                rows.payload.pad8.eq(pad8),
+                rows.payload.sid.eq(job.sid),
+                rows.payload.cache.eq(job.cache),
+                rows.payload.last.eq(ending),
+                rows.payload.skip.eq(abort_now),
+                step.eq(next_step),
+            ]
+            with m.If(ending):
+                m.d.sync += walking.eq(0)
+            with m.Else():
+                self._count(m, job, counters, at_end, next_step)
+
+        with m.If(take):
+            m.d.sync += [job.eq(incoming), pad8.eq(_pad8(m, incoming.pad_val, incoming.geom.es)),
+                         walking.eq(~incoming.geom.empty), aborted.eq(0), step.eq(Step.FIRST)]
+            for counter, flag, name in zip(counters, at_end, LOOP_COUNTS):
+                count = incoming.geom[name]
+                m.d.sync += [counter.eq(count - 1), flag.eq(count == 1)]
+        return m
+
+    @staticmethod
+    def _count(m, job, counters, at_end, step):
+        """Step the loop counters: the level that steps counts down, the levels inside it
+        start over."""
+        for level, (counter, flag, name) in enumerate(zip(counters, at_end, LOOP_COUNTS)):
+            count = job.geom[name]
+            with m.If(step == level):
+                m.d.sync += [counter.eq(counter - 1), flag.eq(counter == 1)]
+            with m.Elif(step > level):
+                m.d.sync += [counter.eq(count - 1), flag.eq(count == 1)]
+
+    @staticmethod
+    def _walk_low(m, job, start, side, take, walk, next_step):
+        """Walk stage, one side: the low ADDR_SPLIT bits of the row, loop1-start and
+        loop2-start pointers, and the carry of the last add for the output stage."""
+        width = min(ADDR_SPLIT, len(start))
+        bases = [Signal(width, name=f"{side}_low{i}") for i in range(3)]
+        carry = Signal(name=f"{side}_carry")
+        strides = [s[:width] for s in _strides(job.geom, side)]
+        total = Signal(width + 1, name=f"{side}_low_sum")
+        m.d.comb += total.eq(_pick(next_step, bases) + _pick(next_step, strides))
+        with m.If(walk):
+            _set_bases(m, bases, next_step, total[:width])
+            m.d.sync += carry.eq(total[width])
+        with m.If(take):
+            _set_bases(m, bases, Step.FIRST, start[:width])
+        return bases[0], carry
+
+    @staticmethod
+    def _output_high(m, job, side, walk, step, carry):
+        """Output stage, one side: the high address bits of the walked row, from the
+        previous row's (or the copy's start for the first row) and the walk stage's carry."""
+        start = job.geom[side]
+        width = len(start) - min(ADDR_SPLIT, len(start))
+        bases = [Signal(width, name=f"{side}_high{i}") for i in range(3)]
+        strides = [s[ADDR_SPLIT:len(start)] for s in _strides(job.geom, side)]
+        high = Signal(width, name=f"{side}_high")
+        with m.If(step == Step.FIRST):
+            m.d.comb += high.eq(start[ADDR_SPLIT:])
+        with m.Else():
+            m.d.comb += high.eq(_pick(step, bases) + _pick(step, strides) + carry)
+        with m.If(walk):
+            _set_bases(m, bases, step, high)
+        return high

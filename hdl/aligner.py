@@ -1,0 +1,377 @@
+"""The byte aligner: moves each row's bytes from any byte offset of the source words to
+any byte offset of the destination words, one word in and one word out per cycle.
+
+How it works. Let r = (dst_off - src_off) mod W. Rotating every source word left by r
+bytes puts each byte at its destination byte lane; a destination word is then lanes
+[0, r) of one rotated source word ("lo") and lanes [r, W) of the next ("hi"). With
+dst_off >= src_off, output word k is lo = rotated word k-1, hi = rotated word k; with
+dst_off < src_off it is lo = word k, hi = word k+1. So the rotation depends only on the
+row, and can be a pipeline that knows nothing of word boundaries; the merge after it
+only picks, per lane, between two queued words.
+
+The rotation is a log-shifter split into registered stages of two mux levels (4:1 per
+bit), ceil(log2(W) / 2) stages. The merge reads the two oldest entries of a 4-deep queue
+and retires up to two per output word: a row whose first output needs two source words
+(dst_off < src_off) draws on words the queue took in while an earlier output needed
+none, so no row costs a cycle more than the larger of its input and output word counts.
+
+For timing, every wide mux is selected by registers: the queue is a ring read through
+registered pointers, the head row's masks and first-word decisions are registers loaded
+when that row becomes the head, and the output is a two-entry queue whose entries load
+the merged word with no mux in front and which `dst.ready` only steps (see
+buffered_output).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .layouts import LEN_BITS
+
+# The merge sees the two oldest entries; two more keep the rotator flowing. A power of
+# two: the ring's pointers wrap by truncation.
+QUEUE_DEPTH = 4
+
+
+def offset_bits(width_bytes):
+    """log2 of a word width in bytes: a power of two of at least 2 bytes."""
+    if width_bytes < 2 or width_bytes & (width_bytes - 1):
+        raise ValueError(f"word width must be a power of two of at least 2 bytes, "
+                         f"not {width_bytes}")
+    return width_bytes.bit_length() - 1
+
+
+def rotate_stages(width_bytes):
+    """Registered stages of the rotator: each resolves two bits of the rotate amount."""
+    return -(-offset_bits(width_bytes) // 2)
+
+
+def align_row_layout(width_bytes):
+    """One row: `length` (>= 1) bytes from byte `src_off` of its first source word to
+    byte `dst_off` of its first destination word."""
+    shift = offset_bits(width_bytes)
+    return data.StructLayout({"src_off": shift, "dst_off": shift, "length": LEN_BITS})
+
+
+def src_word_layout(width_bytes):
+    return data.StructLayout({"data": 8 * width_bytes})
+
+
+def dst_word_layout(width_bytes):
+    """A destination word: `strb` bit i marks byte i as one of the row's bytes; `last`
+    marks the row's final word."""
+    return data.StructLayout({"data": 8 * width_bytes, "strb": width_bytes, "last": 1})
+
+
+def _word_index_bits(width_bytes):
+    """Bits of a word index within a row: the last word of the longest row at the
+    largest offset."""
+    return ((width_bytes - 1 + (1 << LEN_BITS) - 2) >> offset_bits(width_bytes)).bit_length()
+
+
+def _tag_layout(width_bytes):
+    """What the merge needs of a row, carried with each of its source words."""
+    shift = offset_bits(width_bytes)
+    return data.StructLayout({
+        "r": shift,                             # rotate amount, (dst_off - src_off) mod W
+        "neg": 1,                               # dst_off < src_off: lo = word k, hi = k+1
+        "tail": 1,                              # the row's last output word has a hi word
+        "lout": _word_index_bits(width_bytes),  # output words - 1
+        "dst_off": shift,                       # first byte of the first output word
+        "end_off": shift,                       # last byte of the last output word
+        # The merge's decisions for the row's first output word, worked out at set-up.
+        "single": 1,                            # one output word
+        "uses0": 1,                             # it has a hi word
+        "pops0": 2,                             # queue entries it retires
+    })
+
+
+def _rotate_left(value, amount, unit):
+    """`value` rotated left by `amount` * `unit` bits; `amount` is at most 2 bits wide."""
+    choices = [value.rotate_left(k * unit) for k in range(1 << len(amount))]
+    if len(amount) == 1:
+        return Mux(amount[0], choices[1], choices[0])
+    return Mux(amount[1], Mux(amount[0], choices[3], choices[2]),
+               Mux(amount[0], choices[1], choices[0]))
+
+
+def _pick(choices, index):
+    """choices[index], as a tree of 2:1 muxes on the bits of `index` (len(choices) is
+    2 ** len(index))."""
+    for bit in index:
+        choices = [Mux(bit, hi, lo) for lo, hi in zip(choices[::2], choices[1::2])]
+    return choices[0]
+
+
+def buffered_output(m, out, word, put):
+    """Drives stream `out` from a two-entry queue. `word` is taken on a cycle with `put`
+    high, which may only be when the returned `room` is high; `room` depends on
+    registers alone, and so do `out.valid` and `out.payload` (an entry picked by a
+    register).
+
+    Two entries let `put` go on every cycle while `out` is taken every cycle; a put word
+    is on `out` after the edge that takes it when the queue was empty. The entry to be
+    written next loads `word` on every cycle it is empty, so `put` only sets a valid bit
+    and `word` reaches the entries with no mux in front: neither `put` nor `out.ready`
+    fans out to the data."""
+    entries = [Signal(out.payload.shape(), name=f"out{i}") for i in range(2)]
+    full = Signal(2)
+    wr = Signal()
+    rd = Signal()
+    for i, entry in enumerate(entries):
+        with m.If(~full[i] & (wr == i)):
+            m.d.sync += entry.eq(word)
+        with m.If(put & (wr == i)):
+            m.d.sync += full[i].eq(1)
+        with m.If(out.valid & out.ready & (rd == i)):
+            m.d.sync += full[i].eq(0)
+    with m.If(put):
+        m.d.sync += wr.eq(~wr)
+    with m.If(out.valid & out.ready):
+        m.d.sync += rd.eq(~rd)
+    m.d.comb += [
+        out.valid.eq(Mux(rd, full[1], full[0])),
+        out.payload.eq(Mux(rd, entries[1], entries[0])),
+    ]
+    return Mux(wr, ~full[1], ~full[0])
+
+
+class Aligner(wiring.Component):
+    """Re-aligns rows of bytes between two word streams of `width_bytes` (W) bytes.
+
+    Ports:
+      rows  In  stream of align_row_layout(W): one per row
+      src   In  stream of src_word_layout(W): per row exactly ceil((src_off + length) / W)
+                words; the row's bytes start at byte src_off of its first word
+      dst   Out stream of dst_word_layout(W), from registers: per row exactly
+                ceil((dst_off + length) / W) words; row byte i is byte (dst_off + i) of the
+                row's word sequence, `strb` marks exactly the row's bytes, `last` the
+                row's final word
+
+    Throughput: a row costs max(input words, output words) cycles, with no cycle between
+    rows, as long as `src` offers a word and `dst` takes one every cycle.
+
+    Latency, with L = ceil(log2(W) / 2) rotator stages: a row is set up on the edge that
+    takes it from `rows`, its first source word can be taken on the next edge, and a source
+    word taken on edge t reaches the queue on edge t + L; the output word that needs it is
+    on `dst` after edge t + L + 1. So on an idle aligner, a row taken on edge t has its
+    first output word on `dst` after edge t + L + 2 (t + L + 3 when dst_off < src_off and
+    the row spans two source words).
+
+    `src.ready` depends only on registers and `rows.valid`; `rows.ready` on registers and
+    `src.valid`; `dst.ready` only steps the output queue (see buffered_output). No valid
+    depends on a ready.
+    """
+
+    def __init__(self, width_bytes=32):
+        self._width = width_bytes
+        self._shift = offset_bits(width_bytes)
+        self.row_layout = align_row_layout(width_bytes)
+        self.src_layout = src_word_layout(width_bytes)
+        self.dst_layout = dst_word_layout(width_bytes)
+        super().__init__({
+            "rows": In(stream.Signature(self.row_layout)),
+            "src": In(stream.Signature(self.src_layout)),
+            "dst": Out(stream.Signature(self.dst_layout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        width, shift = self._width, self._shift
+        index_bits = _word_index_bits(width)
+        tag_layout = _tag_layout(width)
+        entry_layout = data.StructLayout({"data": 8 * width, "tag": tag_layout})
+        # What the merge needs of a row beside the tag: its lane masks, decoded as a word
+        # enters the queue.
+        row_layout = data.StructLayout({
+            "tag": tag_layout,
+            "lo": width,                # lanes [0, r)
+            "head": width,              # lanes [dst_off, W)
+            "tail": width,              # lanes [0, end_off]
+        })
+        slot_layout = data.StructLayout({"data": 8 * width, "row": row_layout})
+
+        # --- Row set-up: every per-row constant, registered, so the word path only
+        # compares counters. The next row is taken on the edge that takes this row's last
+        # source word.
+        row = self.rows.payload
+        src_end = Signal(LEN_BITS + 1)
+        dst_end = Signal(LEN_BITS + 1)
+        m.d.comb += [
+            src_end.eq(row.src_off + row.length - 1),
+            dst_end.eq(row.dst_off + row.length - 1),
+        ]
+        tag = Signal(tag_layout)
+        have_row = Signal()
+        new_tag = Signal(tag_layout)
+        m.d.comb += [
+            new_tag.r.eq(row.dst_off - row.src_off),
+            new_tag.neg.eq(row.src_off > row.dst_off),
+            new_tag.lout.eq(dst_end[shift:]),
+            new_tag.tail.eq(new_tag.lout + new_tag.neg <= src_end[shift:]),
+            new_tag.dst_off.eq(row.dst_off),
+            new_tag.end_off.eq(dst_end[:shift]),
+            new_tag.single.eq(new_tag.lout == 0),
+            new_tag.uses0.eq(new_tag.neg & (~new_tag.single | new_tag.tail)),
+            new_tag.pops0.eq(Mux(new_tag.single, 1 + new_tag.uses0, new_tag.neg)),
+        ]
+
+        # --- Rotator: stage i holds its word rotated by amount bits [0, 2i + 2). All
+        # stages move together; they hold only while the last one has a word the queue
+        # has no room for, so the enable is one gate from registers.
+        stages = rotate_stages(width)
+        st_valid = [Signal(name=f"rot{i}_valid") for i in range(stages)]
+        st = [Signal(entry_layout, name=f"rot{i}") for i in range(stages)]
+        advance = Signal()
+
+        # --- Queue of rotated words: a ring; a word is written at `wr` and stays put, and
+        # the merge reads the two oldest, at `rd` and `rd + 1`. So what the merge decides
+        # (how many entries it retires) only steps a pointer, and every wide mux is
+        # selected by registers. A free entry loads the rotator's word on every cycle,
+        # so it holds the word on the cycle it is pushed, and the wide enables are the
+        # entries' own registered `live` bits.
+        ring = [Signal(slot_layout, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
+        live = Signal(QUEUE_DEPTH)
+        rd = Signal(range(QUEUE_DEPTH))
+        wr = Signal(range(QUEUE_DEPTH))
+        count = Signal(range(QUEUE_DEPTH + 1))
+        full = Signal()
+        # Room is judged on the registered fill alone, so `dst.ready` does not reach back
+        # to `src.ready`; the fourth entry makes up for it.
+        m.d.comb += advance.eq(~st_valid[-1] | ~full)
+
+        # Source words of the current row still to come after this one, and whether
+        # this one is the last, known a cycle ahead.
+        src_left = Signal(index_bits)
+        src_last = Signal()
+        src_take = Signal()
+        m.d.comb += [
+            self.src.ready.eq(have_row & advance),
+            src_take.eq(self.src.valid & self.src.ready),
+            self.rows.ready.eq(~have_row | (src_take & src_last)),
+        ]
+        with m.If(self.rows.ready):
+            m.d.sync += [
+                have_row.eq(self.rows.valid),
+                tag.eq(new_tag),
+                src_left.eq(src_end[shift:]),
+                src_last.eq(src_end[shift:] == 0),
+            ]
+        with m.Elif(src_take):
+            m.d.sync += [
+                src_left.eq(src_left - 1),
+                src_last.eq(src_left == 1),
+            ]
+
+        for i in range(stages):
+            if i == 0:
+                valid_in, data_in, tag_in = src_take, self.src.payload.data, tag
+            else:
+                valid_in, data_in, tag_in = st_valid[i - 1], st[i - 1].data, st[i - 1].tag
+            amount = tag_in.r[2 * i:2 * i + 2]
+            with m.If(advance):
+                m.d.sync += [
+                    st_valid[i].eq(valid_in),
+                    st[i].data.eq(_rotate_left(data_in, amount, 8 << (2 * i))),
+                    st[i].tag.eq(tag_in),
+                ]
+
+        push = Signal()
+        incoming = Signal(slot_layout)
+        ones = Const((1 << width) - 1, width)
+        m.d.comb += [
+            push.eq(st_valid[-1] & advance),
+            incoming.data.eq(st[-1].data),
+            incoming.row.tag.eq(st[-1].tag),
+            incoming.row.lo.eq(~(ones << st[-1].tag.r)),
+            incoming.row.head.eq(ones << st[-1].tag.dst_off),
+            incoming.row.tail.eq(ones >> ~st[-1].tag.end_off),
+        ]
+        for i in range(QUEUE_DEPTH):
+            with m.If(~live[i]):
+                m.d.sync += ring[i].eq(incoming)
+        with m.If(push):
+            m.d.sync += wr.eq(wr + 1)
+
+        # --- Merge: output word k of the head row, the row of the oldest entry. Its
+        # row fields are copied into `head` when it becomes the head, and what each
+        # output needs and retires is known a cycle ahead: for the first word from the
+        # set-up fields, for later ones from flags worked out at the previous word. So
+        # `emit`, the lane selects and the strobes are a gate or two from registers.
+        head = Signal(row_layout)
+        first = Signal(init=1)          # k = 0
+        out_left = Signal(index_bits)   # for k > 0: output words of the row after word k
+        mid_last = Signal()             # for k > 0: k is the row's last output
+        mid_uses = Signal()             # for k > 0: the output has a hi word
+        mid_pops = Signal(2)            # for k > 0: entries it retires
+        last = Signal()
+        uses_hi = Signal()              # lanes [r, W) come from the hi word
+        pops_if = Signal(2)
+        room = Signal()
+        emit = Signal()
+        pops = Signal(2)
+        m.d.comb += [
+            last.eq(Mux(first, head.tag.single, mid_last)),
+            uses_hi.eq(Mux(first, head.tag.uses0, mid_uses)),
+            pops_if.eq(Mux(first, head.tag.pops0, mid_pops)),
+            emit.eq((count != 0) & (~uses_hi | (count >= 2)) & room),
+            pops.eq(Mux(emit, pops_if, 0)),
+        ]
+        # Output 0 with dst_off >= src_off has no lo word, and lanes [0, r) are not the
+        # row's, so entry 0 alone serves and stays as the next output's lo. Every later
+        # output retires its lo; a row's last output has a hi word only if the row has a
+        # source word after its lo, and retires it too.
+        left_now = Signal(index_bits)
+        next_last = Signal()
+        m.d.comb += [
+            left_now.eq(Mux(first, head.tag.lout, out_left)),
+            next_last.eq(left_now == 1),
+        ]
+        with m.If(emit):
+            with m.If(last):
+                m.d.sync += first.eq(1)
+            with m.Else():
+                m.d.sync += [
+                    first.eq(0),
+                    out_left.eq(left_now - 1),
+                    mid_last.eq(next_last),
+                    mid_uses.eq(~next_last | head.tag.tail),
+                    mid_pops.eq(1 + (next_last & head.tag.tail)),
+                ]
+        next_count = Signal.like(count)
+        m.d.comb += next_count.eq(count + push - pops)
+        m.d.sync += [
+            rd.eq(rd + pops),
+            count.eq(next_count),
+            full.eq(next_count == QUEUE_DEPTH),
+        ]
+        for i in range(QUEUE_DEPTH):
+            popped = (i - rd)[:len(rd)] < pops
+            m.d.sync += live[i].eq((live[i] & ~popped) | (push & (wr == i)))
+
+        # The head row changes when its last word leaves: the next head row is that of
+        # the entry after it (the last word retires one or two entries) or, if there is
+        # none, of the next word to arrive. Where it comes from depends only on
+        # registers; `emit` only enables the load.
+        after = [_pick([ring[(i + n) % QUEUE_DEPTH].row for i in range(QUEUE_DEPTH)], rd)
+                 for n in (1, 2)]
+        with m.If(((count == 0) & push) | (emit & last)):
+            m.d.sync += head.eq(Mux((count == 0) | (count == pops_if), incoming.row,
+                                    Mux(pops_if[1], after[1], after[0])))
+
+        word = Signal(self.dst_layout)
+        # Lane p comes from the oldest entry (lo) or the next (hi): one ring index per
+        # lane, then one mux over the ring per bit.
+        lanes = []
+        for p in range(width):
+            index = Signal.like(rd, name=f"lane{p}_entry")
+            m.d.comb += index.eq(rd + (uses_hi & ~head.lo[p]))
+            lanes.append(_pick([entry.data.word_select(p, 8) for entry in ring], index))
+        m.d.comb += [
+            word.data.eq(Cat(lanes)),
+            word.strb.eq((head.head | ~first.replicate(width))
+                         & (head.tail | ~last.replicate(width))),
+            word.last.eq(last),
+            room.eq(buffered_output(m, self.dst, word, emit)),
+        ]
+        return m

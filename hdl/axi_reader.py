@@ -1,0 +1,80 @@
+"""MTE2's GM side: reads byte-exact rows from GM over AXI4 as bus words."""
+
+from amaranth.hdl import Module
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from model.isa import GM_ADDR_BITS
+from .axi import AXI4ReadSignature, connect_address, resp_is_error
+from .legalizer import BurstIssuer, BurstSplitter, GmRow
+
+
+def read_beat_layout(width_bytes):
+    """One bus word of a row as read from GM."""
+    return data.StructLayout({
+        "data": 8 * width_bytes,
+        "row_last": 1,                  # last word of the row
+        "cmd_last": 1,                  # last word of the command's last row
+        "error": 1,                     # the word came back with SLVERR or DECERR
+        "err_addr": GM_ADDR_BITS,       # first byte of the word's burst, as issued
+    })
+
+
+class AxiReader(wiring.Component):
+    """Reads each row's W-aligned words floor(addr/W) .. floor((addr+length-1)/W).
+
+    Ports:
+      rows   In  stream of GmRow
+      axi    Out AXI4ReadSignature(40, 8*W, id_width), master
+      beats  Out stream of read_beat_layout(W), the words of the rows in order
+
+    Rows become legal bursts (BurstSplitter), issued with ARID = sid and ARCACHE = cache;
+    at most `max_outstanding` bursts are on the bus at once, so up to that many memory
+    latencies overlap. R words go into a small FIFO: RREADY is that FIFO's room (a
+    register), `beats` comes from its output register, and it moves one word per cycle.
+    ARVALID for a row's first burst rises three clock edges after the edge that takes the
+    row; an R word is valid on `beats` one edge after the edge that accepts it.
+    """
+
+    def __init__(self, width_bytes=32, max_outstanding=8, id_width=4):
+        self._width = width_bytes
+        self._max_outstanding = max_outstanding
+        self._id_width = id_width
+        self.beat_layout = read_beat_layout(width_bytes)
+        super().__init__({
+            "rows": In(stream.Signature(GmRow)),
+            "axi": Out(AXI4ReadSignature(GM_ADDR_BITS, 8 * width_bytes, id_width)),
+            "beats": Out(stream.Signature(self.beat_layout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        splitter = m.submodules.splitter = BurstSplitter(self._width)
+        issuer = m.submodules.issuer = BurstIssuer(
+            self._width, self._max_outstanding, self._id_width)
+        wiring.connect(m, wiring.flipped(self.rows), splitter.rows)
+        wiring.connect(m, splitter.bursts, issuer.bursts)
+        axi = self.axi
+        connect_address(m, issuer.a, axi, "ar")
+
+        # R words of one ID arrive in issue order, so the oldest unfinished burst is the
+        # one each word belongs to.
+        burst = issuer.resp.payload
+        words = m.submodules.words = SyncFIFOBuffered(width=self.beat_layout.size, depth=3)
+        word = data.View(self.beat_layout, words.w_data)
+        accept = axi.rvalid & axi.rready
+        m.d.comb += [
+            axi.rready.eq(words.w_rdy),
+            words.w_en.eq(axi.rvalid),
+            word.data.eq(axi.rdata),
+            word.row_last.eq(axi.rlast & burst.last_of_row),
+            word.cmd_last.eq(axi.rlast & burst.last),
+            word.error.eq(resp_is_error(axi.rresp)),
+            word.err_addr.eq(burst.addr),
+            issuer.resp.ready.eq(accept & axi.rlast),
+            self.beats.payload.eq(words.r_data),
+            self.beats.valid.eq(words.r_rdy),
+            words.r_en.eq(self.beats.ready),
+        ]
+        return m

@@ -1,0 +1,124 @@
+"""MTE3's GM side: writes byte-exact rows to GM over AXI4 from strobed bus words."""
+
+from amaranth.hdl import Module, Mux, Shape, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from model.isa import GM_ADDR_BITS, ErrorCode
+from .axi import AXI4WriteSignature, connect_address, resp_is_error
+from .layouts import Completion
+from .legalizer import MAX_BEATS, BurstIssuer, BurstSplitter, GmRow
+
+
+def write_beat_layout(width_bytes):
+    """One GM-aligned bus word to write; strobe bit i enables byte i."""
+    return data.StructLayout({"data": 8 * width_bytes, "strb": width_bytes})
+
+
+class AxiWriter(wiring.Component):
+    """Writes each row from its ceil(((addr % W) + length) / W) words on `beats`.
+
+    Ports:
+      rows   In  stream of GmRow
+      beats  In  stream of write_beat_layout(W): each row's GM-aligned words in order,
+                 strobes set for exactly the row's bytes
+      axi    Out AXI4WriteSignature(40, 8*W, id_width), master
+      done   Out stream of Completion, one per command, after the B response of its last
+                 burst: BUS_ERROR with the first failing burst's first byte address if any
+                 burst of the command got SLVERR or DECERR, else NONE with address 0
+      error  Out 1: a one-cycle pulse for each SLVERR or DECERR B response
+
+    Rows become legal bursts (BurstSplitter), issued with AWID = sid, AWCACHE = cache; at
+    most `max_outstanding` bursts await their B response. A burst's W words go out as soon
+    as the burst is queued for AW, possibly before its AW is accepted: AXI4 allows write
+    data ahead of its address, and since neither channel waits on the other no slave can
+    deadlock them. W and B sit behind small FIFOs, so WVALID/WDATA come from registers and
+    neither `beats.ready` nor BREADY waits on a ready from the other side. One word per
+    cycle; a word is valid on W one clock edge after the edge that takes it from `beats`,
+    a Completion one edge after its B response is accepted, and `error` is high for the
+    cycle after that edge.
+
+    Every row taken is written in full, and a command's Completion needs its `last` row:
+    to cut a command short after `error`, the producer marks the last row it still sends
+    as `last` and supplies that row's words.
+    """
+
+    def __init__(self, width_bytes=32, max_outstanding=8, id_width=4):
+        self._width = width_bytes
+        self._max_outstanding = max_outstanding
+        self._id_width = id_width
+        self.beat_layout = write_beat_layout(width_bytes)
+        super().__init__({
+            "rows": In(stream.Signature(GmRow)),
+            "beats": In(stream.Signature(self.beat_layout)),
+            "axi": Out(AXI4WriteSignature(GM_ADDR_BITS, 8 * width_bytes, id_width)),
+            "done": Out(stream.Signature(Completion)),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        splitter = m.submodules.splitter = BurstSplitter(self._width)
+        issuer = m.submodules.issuer = BurstIssuer(
+            self._width, self._max_outstanding, self._id_width, data_head=True)
+        wiring.connect(m, wiring.flipped(self.rows), splitter.rows)
+        wiring.connect(m, splitter.bursts, issuer.bursts)
+        axi = self.axi
+        connect_address(m, issuer.a, axi, "aw")
+
+        # W: words are counted against the oldest burst whose data is not yet sent.
+        w_layout = data.StructLayout({"beat": self.beat_layout, "last": 1})
+        w_fifo = m.submodules.w_fifo = SyncFIFOBuffered(width=w_layout.size, depth=3)
+        w_in = data.View(w_layout, w_fifo.w_data)
+        w_out = data.View(w_layout, w_fifo.r_data)
+        sending = issuer.data
+        ordinal = Signal(range(1, MAX_BEATS + 1), init=1)    # of the next word, from 1
+        is_last = Signal()
+        queued = Signal()
+        m.d.comb += [
+            is_last.eq(ordinal == sending.payload.beats),
+            self.beats.ready.eq(w_fifo.w_rdy & sending.valid),
+            queued.eq(self.beats.valid & self.beats.ready),
+            w_fifo.w_en.eq(queued),
+            w_in.beat.eq(self.beats.payload),
+            w_in.last.eq(is_last),
+            sending.ready.eq(queued & is_last),
+            axi.wdata.eq(w_out.beat.data),
+            axi.wstrb.eq(w_out.beat.strb),
+            axi.wlast.eq(w_out.last),
+            axi.wvalid.eq(w_fifo.r_rdy),
+            w_fifo.r_en.eq(axi.wready),
+        ]
+        with m.If(queued):
+            m.d.sync += ordinal.eq(Mux(is_last, 1, ordinal + 1))
+
+        # B: responses of one ID come in issue order, one per burst.
+        burst = issuer.resp.payload
+        done_fifo = m.submodules.done_fifo = SyncFIFOBuffered(
+            width=Shape.cast(Completion).width, depth=3)
+        done = Completion(done_fifo.w_data)
+        failed = Signal()                        # an earlier burst of this command failed
+        failed_addr = Signal(GM_ADDR_BITS)
+        accept = axi.bvalid & axi.bready
+        bad = resp_is_error(axi.bresp)
+        m.d.comb += [
+            axi.bready.eq(done_fifo.w_rdy),
+            issuer.resp.ready.eq(accept),
+            done_fifo.w_en.eq(axi.bvalid & burst.last),
+            self.done.payload.eq(done_fifo.r_data),
+            self.done.valid.eq(done_fifo.r_rdy),
+            done_fifo.r_en.eq(self.done.ready),
+        ]
+        with m.If(failed):
+            m.d.comb += [done.error.eq(ErrorCode.BUS_ERROR), done.address.eq(failed_addr)]
+        with m.Elif(bad):
+            m.d.comb += [done.error.eq(ErrorCode.BUS_ERROR), done.address.eq(burst.addr)]
+
+        m.d.sync += self.error.eq(accept & bad)
+        with m.If(accept):
+            with m.If(burst.last):
+                m.d.sync += failed.eq(0)
+            with m.Elif(bad & ~failed):
+                m.d.sync += [failed.eq(1), failed_addr.eq(burst.addr)]
+        return m

@@ -1,0 +1,377 @@
+"""The copy rule checker: SPEC rules and loop geometry of one copy, in hardware.
+
+Equal to `model.rules.check_copy` and `model.rules.geometry` on every encodable input.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PIPE_REGISTERS,
+                       PROFILES, UB_LINE, ErrorCode, Opcode, dtype_supported)
+
+from .commands import op_layout
+from .layouts import CACHE_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS
+from .regfile import registers_layout
+
+COPY_KINDS = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM, Opcode.COPY_UBUF_TO_UBUF)
+# (source address field, destination address field) of each copy.
+ADDRESS_FIELDS = {
+    Opcode.COPY_GM_TO_UBUF: ("gm_src", "ub_dst"),
+    Opcode.COPY_UBUF_TO_GM: ("ub_src", "gm_dst"),
+    Opcode.COPY_UBUF_TO_UBUF: ("ub_src", "ub_dst"),
+}
+LOG2_ES_BITS = 2
+ES_BITS = max(d.size for d in DTYPES).bit_length()
+LINE_SHIFT = exact_log2(UB_LINE)
+MUL_BITS = 18           # one ECP5 MULT18X18D per partial product
+PAD_VAL_BITS = next(r.width for r in PIPE_REGISTERS[OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].pipe]
+                    if r.name == "pad_val")
+
+
+def has_loops(kind):
+    """MTE2 and MTE3 copies run the two HW loops of their pipe's registers; UB->UB has none."""
+    return OP_BY_OPCODE[kind].pipe in PIPE_REGISTERS
+
+
+def request_layout(kind):
+    """What the checker needs: the copy's fields and, for MTE2/MTE3, its pipe's registers."""
+    op = OP_BY_OPCODE[kind]
+    members = {"fields": op_layout(op)}
+    if has_loops(kind):
+        members["regs"] = registers_layout(op.pipe)
+    return data.StructLayout(members)
+
+
+def geometry_layout(kind):
+    """`model.rules.CopyGeometry` in bits, plus es, data_select, the empty flag and the
+    ends of the source and destination spans (CopyGeometry.src_end() / dst_end()).
+
+    src/dst are the copy's source and destination addresses (GM or UB), all lengths and
+    strides are in bytes. A UB->UB copy has loop counts 1 and loop strides 0 (width 0)."""
+    op = OP_BY_OPCODE[kind]
+    src, dst = ADDRESS_FIELDS[kind]
+    if has_loops(kind):
+        widths = {r.name: r.width for r in PIPE_REGISTERS[op.pipe]}
+        strides = {name: op.field(name).width for name in ("src_stride", "dst_stride")}
+        loops = {"loop1_count": widths["loop1_count"], "loop2_count": widths["loop2_count"],
+                 **{f"{level}_{side}": widths[f"{level}_{side}_stride"]
+                    for level in ("loop1", "loop2") for side in ("src", "dst")}}
+    else:
+        assert op.field("len_burst").width + LINE_SHIFT <= LEN_BITS
+        # (len + gap) lines of 32 bytes
+        stride = op.field("len_burst").width + 1 + LINE_SHIFT
+        strides = {"src_stride": stride, "dst_stride": stride}
+        loops = {"loop1_count": 1, "loop2_count": 1,
+                 "loop1_src": 0, "loop1_dst": 0, "loop2_src": 0, "loop2_dst": 0}
+    return data.StructLayout({
+        "src": op.field(src).width,
+        "dst": op.field(dst).width,
+        "n_burst": op.field("n_burst").width,
+        "len_burst": LEN_BITS,
+        **strides,
+        **loops,
+        "left_bytes": LEFT_BITS,
+        "row_bytes": EXTENT_BITS,
+        "es": ES_BITS,
+        "select": 1,
+        "empty": 1,
+        # One past the last byte read / written (valid for a non-empty copy that passed).
+        "src_end": op.field(src).width + 1,
+        "dst_end": op.field(dst).width + 1,
+    })
+
+
+def checked_copy_layout(kind):
+    """The checker's result, which is also the address generator's input.
+
+    `cache` is 0 for UB->UB (no such field), `pad_val` 0 except for MTE2."""
+    return data.StructLayout({
+        "error": ErrorCode,
+        "geom": geometry_layout(kind),
+        "sid": SID_BITS,
+        "cache": CACHE_BITS,
+        "pad_val": PAD_VAL_BITS,
+    })
+
+
+def _reg(m, value, name):
+    """A free-running pipeline register (one cycle)."""
+    reg = Signal(value.shape(), name=name)
+    m.d.sync += reg.eq(value)
+    return reg
+
+
+def _partial_products(m, a, b, name):
+    """a*b as registered partial products of at most MUL_BITS x MUL_BITS bits each,
+    shifted to their weights (their sum is a*b)."""
+    return [_reg(m, a[i:i + MUL_BITS] * b[j:j + MUL_BITS], f"{name}_{i}_{j}") << (i + j)
+            for i in range(0, len(a), MUL_BITS) for j in range(0, len(b), MUL_BITS)]
+
+
+def _sum_tree(m, terms, name):
+    """Sums (value, stage) terms with one registered two-input add per level; a term joins
+    the tree at the stage its value is ready. Returns (sum, stage of the sum)."""
+    stage = min(s for _, s in terms)
+    live, waiting = [], list(terms)
+    while True:
+        live += [v for v, s in waiting if s == stage]
+        waiting = [(v, s) for v, s in waiting if s != stage]
+        if len(live) == 1 and not waiting:
+            return live[0], stage
+        sums = [_reg(m, a + b, f"{name}_s{stage}_{k}")
+                for k, (a, b) in enumerate(zip(live[0::2], live[1::2]))]
+        live = sums + live[2 * len(sums):]
+        stage += 1
+
+
+class CopyChecker(wiring.Component):
+    """Checks one copy command against the SPEC rules and derives its loop geometry.
+
+    `kind` is the copy's Opcode; `profile` an isa Profile or its name (UB size, f8 types).
+
+    request: `request_layout(kind)`: {fields: the op's struct (commands.op_layout),
+    regs: the pipe's register snapshot (MTE2/MTE3 only)}.
+    result: `checked_copy_layout(kind)`: {error, geom, sid, cache, pad_val}; `error` is the
+    first rule broken (model.rules.check_copy) or NONE, `geom` as model.rules.geometry
+    plus es, select, empty (any count or len_burst 0) and src_end / dst_end (one past the
+    last byte of each side's span). FIELD_RANGE never occurs: a field that fits its bits
+    is in range.
+
+    One copy at a time: the request is held in a register and a free-running pipeline
+    evaluates it; the result is valid `LATENCY[kind]` cycles after the request was accepted
+    (7 for MTE2/MTE3, 5 for UB->UB) and stays stable until taken. A new request is
+    accepted in the cycle the result is taken, so one copy per `latency` cycles. Holding
+    one copy needs no delay line for the ~400 request bits the result passes on, and a
+    copy keeps its datapath busy for at least as long as it has rows.
+
+    Stages (registers valid n cycles after the request was accepted): 1 element size,
+    counts - 1, count > 1, empty; 2 partial products of the range sums (18x18 bits, one
+    ECP5 multiplier each), the field rules (element size, padding, alignment), the MTE2
+    row footprint; 3 the stride rule; 3-4 the MTE2 row extent E; 2-6 (2-4 for UB->UB) one
+    adder level per stage summing each side's end (`_sum_tree`); 7 (5) the range and
+    overlap comparisons and the rule priority, into the error register.
+    """
+
+    LATENCY = {Opcode.COPY_GM_TO_UBUF: 7, Opcode.COPY_UBUF_TO_GM: 7, Opcode.COPY_UBUF_TO_UBUF: 5}
+
+    def __init__(self, kind, profile):
+        assert kind in COPY_KINDS
+        self.kind = kind
+        self.profile = PROFILES.get(profile, profile)
+        self.latency = self.LATENCY[kind]
+        super().__init__({
+            "request": In(stream.Signature(request_layout(kind))),
+            "result": Out(stream.Signature(checked_copy_layout(kind))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        accept = self.request.valid & self.request.ready
+        incoming = self.request.payload
+        held = Signal(request_layout(self.kind))
+        with m.If(accept):
+            m.d.sync += held.eq(incoming)
+
+        derived = self._first_stage(m, accept, incoming)
+        if self.kind == Opcode.COPY_GM_TO_UBUF:
+            derived.update(self._row_extent(m, held, derived))
+        geom = self._geometry(held, derived)
+        ends = self._range_ends(m, derived, geom)
+        geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
+        flags = self._rules(m, held, derived, geom, ends)
+        error = Signal(ErrorCode)
+        m.d.sync += error.eq(self._priority(flags))
+        # The error register is one stage after the slowest rule.
+        assert max(stage for _, stage in flags.values()) + 1 == self.latency
+        self._handshake(m, accept, self.latency)
+
+        out = self.result.payload
+        for name, value in geom.items():
+            m.d.comb += out.geom[name].eq(value)
+        fields = held.fields
+        m.d.comb += [out.error.eq(error), out.sid.eq(fields.sid)]
+        if "l2_cache_ctl" in fields.shape().members:
+            m.d.comb += out.cache.eq(fields.l2_cache_ctl)
+        if "regs" in held.shape().members and "pad_val" in held.regs.shape().members:
+            m.d.comb += out.pad_val.eq(held.regs.pad_val)
+        return m
+
+    def _handshake(self, m, accept, latency):
+        """`result` is valid from cycle `latency` after the accept until it is taken."""
+        age = Signal(range(latency + 1))
+        m.d.comb += [self.result.valid.eq(age == latency),
+                     self.request.ready.eq((age == 0) | (self.result.valid & self.result.ready))]
+        with m.If((age != 0) & (age != latency)):
+            m.d.sync += age.eq(age + 1)
+        with m.If(self.result.valid & self.result.ready):
+            m.d.sync += age.eq(0)
+        with m.If(accept):
+            m.d.sync += age.eq(1)
+
+    def _first_stage(self, m, accept, incoming):
+        """Stage 1, captured with the request: element size, counts - 1 and > 1, empty,
+        UB->UB strides in lines."""
+        fields = incoming.fields
+        counts = {"n_burst": fields.n_burst}
+        if has_loops(self.kind):
+            counts.update(loop1_count=incoming.regs.loop1_count,
+                          loop2_count=incoming.regs.loop2_count)
+        derived = {"log2_es": Signal(LOG2_ES_BITS), "supported": Signal(), "empty": Signal()}
+        for name, value in counts.items():
+            derived[f"{name}_m1"] = Signal(len(value), name=f"{name}_m1")
+            derived[f"{name}_many"] = Signal(name=f"{name}_many")
+        empty = (fields.len_burst == 0)
+        for value in counts.values():
+            empty |= (value == 0)
+        with m.If(accept):
+            m.d.sync += derived["empty"].eq(empty)
+            for name, value in counts.items():
+                m.d.sync += [derived[f"{name}_m1"].eq(value - 1),
+                             derived[f"{name}_many"].eq(value > 1)]
+            with m.Switch(fields.dtype):
+                for dtype in DTYPES:
+                    if dtype_supported(dtype, self.profile):
+                        with m.Case(dtype.code):
+                            m.d.sync += [derived["log2_es"].eq(exact_log2(dtype.size)),
+                                         derived["supported"].eq(1)]
+                with m.Default():
+                    m.d.sync += derived["supported"].eq(0)
+            if not has_loops(self.kind):
+                # Row strides in lines: len + gap.
+                for side in ("src", "dst"):
+                    lines = derived[f"{side}_lines"] = Signal(len(fields.len_burst) + 1,
+                                                            name=f"{side}_lines")
+                    m.d.sync += lines.eq(fields.len_burst + fields[f"{side}_gap"])
+        return derived
+
+    def _geometry(self, held, derived):
+        """The result's geometry fields as Values (stable once the copy is evaluated)."""
+        fields = held.fields
+        src, dst = ADDRESS_FIELDS[self.kind]
+        geom = {"src": fields[src], "dst": fields[dst], "n_burst": fields.n_burst,
+                "es": Const(1, ES_BITS) << derived["log2_es"], "empty": derived["empty"]}
+        if not has_loops(self.kind):
+            length = fields.len_burst << LINE_SHIFT
+            geom.update(len_burst=length, row_bytes=length, loop1_count=1, loop2_count=1,
+                        src_stride=derived["src_lines"] << LINE_SHIFT,
+                        dst_stride=derived["dst_lines"] << LINE_SHIFT)
+            return geom
+        regs = held.regs
+        geom.update(len_burst=fields.len_burst, src_stride=fields.src_stride,
+                    dst_stride=fields.dst_stride,
+                    loop1_count=regs.loop1_count, loop2_count=regs.loop2_count,
+                    **{f"{level}_{side}": regs[f"{level}_{side}_stride"]
+                       for level in ("loop1", "loop2") for side in ("src", "dst")})
+        if self.kind == Opcode.COPY_GM_TO_UBUF:
+            select = fields.data_select_bit
+            geom.update(select=select,
+                        left_bytes=Mux(select, fields.left_padding << derived["log2_es"], 0),
+                        row_bytes=Mux(select, derived["extent"], fields.len_burst))
+        else:
+            geom.update(row_bytes=fields.len_burst)
+        return geom
+
+    @staticmethod
+    def _row_extent(m, held, derived):
+        """MTE2 UB row: footprint L*es + len + R*es (stage 2) and extent
+        E = align_up(max(dst_stride, footprint), 32) (stage 4)."""
+        fields = held.fields
+        pads = fields.left_padding + fields.right_padding
+        footprint = _reg(m, (pads << derived["log2_es"]) + fields.len_burst, "footprint")
+        widest = _reg(m, Mux(fields.dst_stride > footprint, fields.dst_stride, footprint),
+                      "widest")
+        extent = _reg(m, (widest + (UB_LINE - 1)) & ~Const(UB_LINE - 1, len(widest) + 1),
+                      "extent")
+        return {"footprint": footprint, "extent": extent[:EXTENT_BITS]}
+
+    def _range_ends(self, m, derived, geom):
+        """One past the last source and destination byte, as (value, stage): base + the
+        offsets of the last row on each loop level + the row's bytes."""
+        levels = [("n_burst_m1", "{}_stride")]
+        if has_loops(self.kind):
+            levels += [("loop1_count_m1", "loop1_{}"), ("loop2_count_m1", "loop2_{}")]
+        ends = {}
+        for side in ("src", "dst"):
+            row = geom["len_burst"] if side == "src" else geom["row_bytes"]
+            # E (MTE2 destination rows with data_select) is ready at stage 4.
+            row_stage = 4 if self.kind == Opcode.COPY_GM_TO_UBUF and side == "dst" else 1
+            terms = [(geom[side], 1), (row, row_stage)]
+            for count, stride in levels:
+                terms += [(pp, 2) for pp in _partial_products(
+                    m, derived[count], geom[stride.format(side)], f"{side}_{count}")]
+            ends[side] = _sum_tree(m, terms, f"{side}_end")
+        return ends
+
+    def _rules(self, m, held, derived, geom, ends):
+        """{ErrorCode: (condition, stage it is ready)} for every rule of this kind."""
+        end_stage = max(stage for _, stage in ends.values())
+        flags = {ErrorCode.TYPE_UNSUPPORTED: (~derived["supported"], 1)}
+        if has_loops(self.kind):
+            flags.update(self._mte_rules(m, held, derived, geom, ends, end_stage))
+        else:
+            flags.update(self._ub_to_ub_rules(m, derived, geom, ends, end_stage))
+        return flags
+
+    def _ub_to_ub_rules(self, m, derived, geom, ends, end_stage):
+        ub_size = self.profile.ub_size
+        nonempty = ~derived["empty"]
+        src_end, dst_end = ends["src"][0], ends["dst"][0]
+        misaligned = self._misaligned(geom["src"]) | self._misaligned(geom["dst"])
+        return {
+            ErrorCode.UB_MISALIGNED: (_reg(m, misaligned, "misaligned"), 2),
+            ErrorCode.UB_RANGE: (nonempty & ((src_end > ub_size) | (dst_end > ub_size)),
+                                 end_stage),
+            # Spans [start, end) of source and destination intersect.
+            ErrorCode.UB_OVERLAP: (nonempty & (geom["src"] < dst_end) & (geom["dst"] < src_end),
+                                   end_stage),
+        }
+
+    def _mte_rules(self, m, held, derived, geom, ends, end_stage):
+        fields = held.fields
+        log2_es = derived["log2_es"]
+        many = {level: derived[f"{count}_many"] for level, count in
+                (("row", "n_burst"), ("loop1", "loop1_count"), ("loop2", "loop2_count"))}
+        gm, ub = ("src", "dst") if self.kind == Opcode.COPY_GM_TO_UBUF else ("dst", "src")
+        es_mask = (Const(1, 1 << LOG2_ES_BITS) << log2_es) - 1
+        flags = {ErrorCode.LEN_NOT_ELEMENT_MULTIPLE: (
+            _reg(m, (fields.len_burst & es_mask) != 0, "len_not_multiple"), 2)}
+
+        if self.kind == Opcode.COPY_GM_TO_UBUF:
+            left, right = fields.left_padding, fields.right_padding
+            pad_without_select = ~fields.data_select_bit & ((left | right) != 0)
+            pad_too_large = (((left << log2_es) > PAD_MAX_BYTES)
+                             | ((right << log2_es) > PAD_MAX_BYTES))
+            flags[ErrorCode.PAD_WITHOUT_SELECT] = (
+                _reg(m, pad_without_select, "pad_without_select"), 2)
+            flags[ErrorCode.PAD_TOO_LARGE] = (_reg(m, pad_too_large, "pad_too_large"), 2)
+            ub_row, ub_row_stage = derived["footprint"], 2
+        else:
+            ub_row, ub_row_stage = fields.len_burst, 1
+
+        misaligned = (self._misaligned(geom[ub])
+                      | (many["row"] & self._misaligned(geom[f"{ub}_stride"]))
+                      | (many["loop1"] & self._misaligned(geom[f"loop1_{ub}"]))
+                      | (many["loop2"] & self._misaligned(geom[f"loop2_{ub}"])))
+        flags[ErrorCode.UB_MISALIGNED] = (_reg(m, misaligned, "misaligned"), 2)
+        overlap = many["row"] & ((geom[f"{gm}_stride"] < fields.len_burst)
+                                 | (geom[f"{ub}_stride"] < ub_row))
+        flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), ub_row_stage + 1)
+
+        nonempty = ~derived["empty"]
+        flags[ErrorCode.UB_RANGE] = (nonempty & (ends[ub][0] > self.profile.ub_size), end_stage)
+        flags[ErrorCode.GM_RANGE] = (nonempty & (ends[gm][0] > (1 << GM_ADDR_BITS)), end_stage)
+        return flags
+
+    @staticmethod
+    def _misaligned(value):
+        return value[:LINE_SHIFT] != 0
+
+    @staticmethod
+    def _priority(flags):
+        """The lowest ErrorCode whose condition holds (model.rules.check_copy's order)."""
+        error = ErrorCode.NONE
+        for code in sorted(flags, reverse=True):
+            error = Mux(flags[code][0], code, error)
+        return error

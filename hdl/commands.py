@@ -1,0 +1,55 @@
+"""Command-word layouts, derived from `model.isa.OPS`.
+
+A command is `MAX_COMMAND_WORDS` 32-bit words, little-endian, opcode at bits [0:5) and the
+op's fields after it in table order (see the `model.isa` docstring). `Command` views those
+bits once per op: `cmd.copy_gm_to_ubuf.n_burst` is the n_burst field of a copy_gm_to_ubuf
+command, `cmd.opcode` the opcode of any command, `cmd.raw` the bits themselves. Every width
+and offset comes from the isa table; `op_layout` checks that the struct places each field
+at the isa offset.
+"""
+
+from amaranth.hdl import unsigned
+from amaranth.lib import data
+
+from model.isa import MAX_COMMAND_WORDS, OP_BY_OPCODE, OPS, WORD_BITS, Opcode
+
+from .layouts import CMD_INDEX_BITS
+
+COMMAND_BITS = MAX_COMMAND_WORDS * WORD_BITS
+
+
+def op_layout(op):
+    """The op's fields as a struct: the opcode, then each field at its isa bit offset."""
+    layout = data.StructLayout({"opcode": Opcode,
+                                **{f.name: unsigned(f.width) for f in op.fields}})
+    for f in op.fields:
+        assert layout[f.name].offset == op.offset(f.name), (op.mnemonic, f.name)
+    return layout
+
+
+Command = data.UnionLayout({
+    "raw": unsigned(COMMAND_BITS),
+    "opcode": Opcode,
+    **{op.mnemonic: op_layout(op) for op in OPS},
+})
+
+
+class CommandEntry(data.Struct):
+    """A whole command and its position in the command stream since reset (from 0)."""
+    cmd: Command
+    index: CMD_INDEX_BITS
+
+
+def op_fields(cmd, opcode):
+    """The per-op view of a `Command` view: `op_fields(cmd, Opcode.SET_FLAG).event_id`."""
+    return cmd[OP_BY_OPCODE[opcode].mnemonic]
+
+
+def command_field(cmd, opcode, name):
+    """One field of a `Command` view as a Value."""
+    return op_fields(cmd, opcode)[name]
+
+
+def command_bits(words):
+    """The raw `Command` value of a command given as isa-encoded words (for testbenches)."""
+    return sum(w << (WORD_BITS * i) for i, w in enumerate(words))

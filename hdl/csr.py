@@ -1,0 +1,195 @@
+"""The CSR front end: an AXI4-Lite slave through which a CPU drives the engine.
+
+The registers are those of `hdl.regmap`. One write and one read are handled at a time;
+a read takes two cycles (address, then data) so that UB_DATA can read the UB's
+synchronous port like any other register. A write to CMD waits (AWREADY/WREADY low)
+while the command FIFO is full, so no command word is ever lost.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Signal, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from model.isa import ErrorCode
+
+from . import regmap
+from .axi import RESP_WIDTH, PROT_WIDTH, Resp
+from .pipe import StatusSignature
+from .ub import UbTestSignature
+
+DATA_BITS = 32
+
+
+class AXI4LiteSignature(wiring.Signature):
+    """AXI4-Lite as the master drives it, with the spec's member names (cocotbext-axi's
+    `AxiLiteBus.from_prefix(dut, "s_axil_")` binds a top-level port `s_axil`)."""
+    def __init__(self, addr_width, data_width=DATA_BITS):
+        super().__init__({
+            "awaddr": Out(addr_width), "awprot": Out(PROT_WIDTH),
+            "awvalid": Out(1), "awready": In(1),
+            "wdata": Out(data_width), "wstrb": Out(data_width // 8),
+            "wvalid": Out(1), "wready": In(1),
+            "bresp": In(RESP_WIDTH), "bvalid": In(1), "bready": Out(1),
+            "araddr": Out(addr_width), "arprot": Out(PROT_WIDTH),
+            "arvalid": Out(1), "arready": In(1),
+            "rdata": In(data_width), "rresp": In(RESP_WIDTH),
+            "rvalid": In(1), "rready": Out(1),
+        })
+
+
+def status_port(pipe):
+    return f"status_{pipe.name.lower()}"
+
+
+class CsrFrontEnd(wiring.Component):
+    """Ports:
+      axil          In  AXI4LiteSignature(regmap.ADDR_BITS): the CPU's registers
+      cmd           Out stream of 32-bit command words, to the engine
+      status_mte2, status_mte3, status_v   In StatusSignature, from the engine
+      engine_idle   In  1
+      clear_errors  Out 1: a one-cycle pulse when IRQ_STATUS.error is written with 1
+      ub            Out UbTestSignature(W): the UB_ADDR / UB_DATA window
+      irq           Out 1: the level interrupt
+    """
+
+    def __init__(self, width_bytes, ub_size):
+        self.width_bytes = width_bytes
+        self.ub_size = ub_size
+        super().__init__({
+            "axil": In(AXI4LiteSignature(regmap.ADDR_BITS)),
+            "cmd": Out(stream.Signature(DATA_BITS)),
+            **{status_port(p): In(StatusSignature()) for p in regmap.PIPES},
+            "engine_idle": In(1),
+            "clear_errors": Out(1),
+            "ub": Out(UbTestSignature(width_bytes)),
+            "irq": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=DATA_BITS, depth=regmap.CMD_FIFO_DEPTH)
+        m.d.comb += [
+            self.cmd.payload.eq(fifo.r_data),
+            self.cmd.valid.eq(fifo.r_rdy),
+            fifo.r_en.eq(self.cmd.ready),
+        ]
+
+        ub_addr = Signal(range(self.ub_size), name="ub_byte_addr")
+        irq_enable = Signal(2)
+        done = Signal()
+        any_error = Signal()
+        m.d.comb += [
+            done.eq(self.engine_idle & (fifo.level == 0)),
+            any_error.eq(Cat(Value.cast(getattr(self, status_port(p)).error) != ErrorCode.NONE
+                             for p in regmap.PIPES).any()),
+            self.irq.eq((irq_enable[0] & done) | (irq_enable[1] & any_error)),
+        ]
+
+        write_accepted = self._write_channel(m, fifo, ub_addr, irq_enable)
+        self._read_channel(m, write_accepted, ub_addr, self._read_values(
+            fifo, irq_enable, done, any_error, ub_addr))
+        return m
+
+    def _ub_word(self, ub_addr):
+        return ub_addr >> exact_log2(self.width_bytes)
+
+    def _ub_lane(self, ub_addr):
+        """Which 32-bit lane of a UB word the byte address falls in."""
+        return ub_addr[2:exact_log2(self.width_bytes)]
+
+    def _write_channel(self, m, fifo, ub_addr, irq_enable):
+        axil = self.axil
+        offset = Signal(regmap.ADDR_BITS)
+        bvalid = Signal()
+        m.d.comb += [offset.eq(axil.awaddr & ~3), axil.bvalid.eq(bvalid),
+                     axil.bresp.eq(Resp.OKAY)]
+        to_cmd = offset == regmap.BY_NAME["CMD"].offset
+        accepted = Signal()
+        m.d.comb += accepted.eq(axil.awvalid & axil.wvalid & ~bvalid & (~to_cmd | fifo.w_rdy))
+        m.d.comb += [axil.awready.eq(accepted), axil.wready.eq(accepted)]
+        with m.If(bvalid & axil.bready):
+            m.d.sync += bvalid.eq(0)
+
+        lanes = self.width_bytes // 4
+        with m.If(accepted):
+            m.d.sync += bvalid.eq(1)
+            with m.Switch(offset):
+                with m.Case(regmap.BY_NAME["CMD"].offset):
+                    m.d.comb += [fifo.w_data.eq(axil.wdata), fifo.w_en.eq(1)]
+                with m.Case(regmap.BY_NAME["IRQ_ENABLE"].offset):
+                    m.d.sync += irq_enable.eq(axil.wdata[:2])
+                with m.Case(regmap.BY_NAME["IRQ_STATUS"].offset):
+                    error_bit = regmap.BY_NAME["IRQ_STATUS"].field("error").lsb
+                    m.d.comb += self.clear_errors.eq(axil.wdata[error_bit])
+                with m.Case(regmap.BY_NAME["UB_ADDR"].offset):
+                    m.d.sync += ub_addr.eq(axil.wdata & ~3)
+                with m.Case(regmap.BY_NAME["UB_DATA"].offset):
+                    m.d.comb += [
+                        self.ub.addr.eq(self._ub_word(ub_addr)),
+                        self.ub.wdata.eq(Cat(axil.wdata for _ in range(lanes))),
+                        self.ub.wstrb.eq(axil.wstrb << (self._ub_lane(ub_addr) * 4)),
+                        self.ub.we.eq(1),
+                    ]
+                    m.d.sync += ub_addr.eq(ub_addr + 4)
+        return accepted
+
+    def _read_values(self, fifo, irq_enable, done, any_error, ub_addr):
+        """offset -> the value a read returns (UB_DATA is handled by the read channel)."""
+        config = self.width_bytes | ((self.ub_size // 1024) << 8)
+        values = {
+            "ID": Const(regmap.ID_VALUE, DATA_BITS),
+            "CONFIG": Const(config, DATA_BITS),
+            "CMD_FREE": regmap.CMD_FIFO_DEPTH - fifo.level,
+            "IRQ_ENABLE": irq_enable,
+            "IRQ_STATUS": Cat(done, any_error, self.irq),
+            "UB_ADDR": ub_addr,
+        }
+        for pipe in regmap.PIPES:
+            status = getattr(self, status_port(pipe))
+            p = pipe.name
+            values.update({
+                f"{p}_STATUS": status.busy,
+                f"{p}_COMPLETED": status.completed,
+                f"{p}_ERROR": Value.cast(status.error),
+                f"{p}_ERROR_INDEX": status.error_index,
+                f"{p}_ERROR_ADDR_LO": status.error_addr[:32],
+                f"{p}_ERROR_ADDR_HI": status.error_addr[32:],
+            })
+        return {regmap.BY_NAME[name].offset: value for name, value in values.items()}
+
+    def _read_channel(self, m, write_accepted, ub_addr, values):
+        axil = self.axil
+        rvalid = Signal()
+        rdata = Signal(DATA_BITS)
+        pending = Signal()                       # address taken, data next cycle
+        pending_offset = Signal(regmap.ADDR_BITS)
+        pending_lane = Signal(range(max(self.width_bytes // 4, 2)))
+        m.d.comb += [axil.rvalid.eq(rvalid), axil.rdata.eq(rdata), axil.rresp.eq(Resp.OKAY)]
+        with m.If(rvalid & axil.rready):
+            m.d.sync += rvalid.eq(0)
+
+        # A read waits for a cycle without a write, so the two never share the UB window.
+        accepted = Signal()
+        m.d.comb += [accepted.eq(axil.arvalid & ~rvalid & ~pending & ~write_accepted),
+                     axil.arready.eq(accepted)]
+        ub_data = regmap.BY_NAME["UB_DATA"].offset
+        with m.If(accepted):
+            offset = axil.araddr & ~3
+            m.d.sync += [pending.eq(1), pending_offset.eq(offset),
+                         pending_lane.eq(self._ub_lane(ub_addr))]
+            with m.If(offset == ub_data):
+                m.d.comb += [self.ub.addr.eq(self._ub_word(ub_addr)), self.ub.re.eq(1)]
+                m.d.sync += ub_addr.eq(ub_addr + 4)
+
+        with m.If(pending):
+            m.d.sync += [pending.eq(0), rvalid.eq(1)]
+            with m.Switch(pending_offset):
+                for offset, value in values.items():
+                    with m.Case(offset):
+                        m.d.sync += rdata.eq(value)
+                with m.Case(ub_data):
+                    m.d.sync += rdata.eq(self.ub.rdata.word_select(pending_lane, DATA_BITS))
+                with m.Default():
+                    m.d.sync += rdata.eq(0)

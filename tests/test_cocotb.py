@@ -1,0 +1,81 @@
+"""The RTL against the golden model in cocotb (tb/test_mte.py), launched from pytest.
+
+One build and one simulator run: the seed examples, 50 random programs, one program per
+error class, the bus fault test and the reset test. The tests below each check their
+part of that run's report.
+"""
+
+import pytest
+
+from model.isa import ErrorCode
+from tb import run as tb_run
+from tb.programs import ERROR_CLASSES
+
+RANDOM_PROGRAMS = 50
+
+
+@pytest.fixture(scope="module")
+def simulation():
+    runner, build_dir = tb_run.build("verilator", "a5", 32, waves=False)
+    args = tb_run.argument_parser().parse_args(
+        ["--seed", "1", "--count", str(RANDOM_PROGRAMS), "--errors", "--profile", "a5"])
+    records = tb_run.run(runner, build_dir, tb_run.ALL_TESTS, tb_run.environment(args),
+                         waves=False)
+    return records, tb_run.failed_tests(build_dir / "results.xml")
+
+
+def _failures(records):
+    return [f for r in records for f in r["failures"]] + \
+        [f"re-run: {r['rerun']}" for r in records if r["failures"]]
+
+
+def test_every_cocotb_test_passed(simulation):
+    records, failed = simulation
+    assert not failed, "\n".join([f"failed: {', '.join(failed)}"] + _failures(records))
+
+
+def test_seed_examples(simulation):
+    records = [r for r in simulation[0] if r["category"] == "example"]
+    assert len(records) >= 6
+    assert not _failures(records)
+
+
+def test_random_programs(simulation):
+    records = [r for r in simulation[0] if r["category"] == "random"]
+    assert len(records) == RANDOM_PROGRAMS
+    assert sum(r["commands"] for r in records) > 10 * RANDOM_PROGRAMS
+    assert any(r["compares"] > 1 for r in records), "no program was compared at a wait point"
+    assert not _failures(records)
+
+
+@pytest.mark.parametrize("code", ERROR_CLASSES, ids=lambda c: c.name)
+def test_error_class(simulation, code):
+    records = [r for r in simulation[0] if r["category"] == "error"
+               and r["case"].endswith(f"/{ErrorCode(code).name}")]
+    assert records, f"no program ending in {code.name} ran"
+    assert not _failures(records)
+
+
+def test_bus_faults(simulation):
+    records = [r for r in simulation[0] if r["category"] == "bus fault"]
+    assert len(records) == 8
+    assert not _failures(records)
+
+
+def test_reset_mid_transfer(simulation):
+    records = [r for r in simulation[0] if r["category"] == "reset"]
+    assert len(records) == 3
+    assert not _failures(records)
+
+
+def test_mte_run_both_engines(tmp_path, capsys):
+    """`mte run --engine both` runs a generated program on the model and the RTL and finds
+    them equal; the same program with its last command breaking a rule exits 1 on both."""
+    from model.cli import main
+    from tb.programs import generate, write_case
+    for case, status in ((generate(0x5EED, None), 0),
+                         (generate(0x5EED, ErrorCode.UB_RANGE), 1)):
+        line = write_case(case, tmp_path / f"case{status}")
+        assert main(line.split()[1:] + ["--engine", "both"]) == status
+        out, err = capsys.readouterr()
+        assert "model and rtl agree" in out if status == 0 else err.startswith("UB_RANGE")

@@ -1,0 +1,164 @@
+"""hdl.checker.CopyChecker against model.rules.check_copy / geometry."""
+
+import collections
+import random
+
+import pytest
+from amaranth.back import verilog
+
+from hdl.checker import COPY_KINDS, CopyChecker, has_loops
+from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFILES, ErrorCode,
+                       Opcode)
+from model.rules import check_copy, geometry
+from control_cases import random_copy
+from hdl_helpers import run_sim, stream_put
+
+EXPECTED_CODES = {
+    Opcode.COPY_GM_TO_UBUF: {ErrorCode.NONE, ErrorCode.TYPE_UNSUPPORTED,
+                             ErrorCode.LEN_NOT_ELEMENT_MULTIPLE, ErrorCode.PAD_WITHOUT_SELECT,
+                             ErrorCode.PAD_TOO_LARGE, ErrorCode.UB_MISALIGNED,
+                             ErrorCode.STRIDE_OVERLAP, ErrorCode.UB_RANGE, ErrorCode.GM_RANGE},
+    Opcode.COPY_UBUF_TO_GM: {ErrorCode.NONE, ErrorCode.TYPE_UNSUPPORTED,
+                             ErrorCode.LEN_NOT_ELEMENT_MULTIPLE, ErrorCode.UB_MISALIGNED,
+                             ErrorCode.STRIDE_OVERLAP, ErrorCode.UB_RANGE, ErrorCode.GM_RANGE},
+    Opcode.COPY_UBUF_TO_UBUF: {ErrorCode.NONE, ErrorCode.TYPE_UNSUPPORTED,
+                               ErrorCode.UB_MISALIGNED, ErrorCode.UB_RANGE,
+                               ErrorCode.UB_OVERLAP},
+}
+GEOMETRY_FIELDS = ("src", "dst", "n_burst", "len_burst", "src_stride", "dst_stride",
+                   "loop1_count", "loop2_count", "loop1_src", "loop1_dst", "loop2_src",
+                   "loop2_dst", "left_bytes", "row_bytes")
+
+
+def request_payload(kind, values, regs):
+    payload = {"fields": {"opcode": kind, **values}}
+    if has_loops(kind):
+        payload["regs"] = regs
+    return payload
+
+
+def expected_result(kind, values, regs, profile):
+    """(error, geometry dict or None when rejected, passthrough dict) from the model."""
+    op = OP_BY_OPCODE[kind]
+    error = check_copy(op, values, regs, profile)
+    passthrough = {"sid": values["sid"], "cache": values.get("l2_cache_ctl", 0),
+                   "pad_val": (regs or {}).get("pad_val", 0)}
+    if error != ErrorCode.NONE:
+        return error, None, passthrough
+    g = geometry(op, values, regs)
+    geom = {name: getattr(g, name) for name in GEOMETRY_FIELDS}
+    geom.update(es=DTYPES[values["dtype"]].size, empty=int(g.empty),
+                select=values.get("data_select_bit", 0))
+    if not g.empty:
+        geom.update(src_end=g.src_end(), dst_end=g.dst_end())
+    return error, geom, passthrough
+
+
+def boundaries_touched(kind, values, regs, profile):
+    """The exact range / pad boundaries a copy sits on (coverage only)."""
+    op = OP_BY_OPCODE[kind]
+    if values["dtype"] >= len(DTYPES) or not DTYPES[values["dtype"]].size:
+        return set()
+    g = geometry(op, values, regs)
+    es = DTYPES[values["dtype"]].size
+    found = set()
+    if values.get("data_select_bit") and PAD_MAX_BYTES in (values["left_padding"] * es,
+                                                           values["right_padding"] * es):
+        found.add("pad32")
+    if g.empty:
+        return found
+    for name, limit in (("ub", profile.ub_size), ("gm", 1 << GM_ADDR_BITS)):
+        for end in (g.src_end(), g.dst_end()):
+            if end == limit:
+                found.add(f"{name}_at")
+            elif 0 < end - limit <= 32:
+                found.add(f"{name}_over")
+    return found
+
+
+@pytest.mark.parametrize("kind,profile,count", [
+    (Opcode.COPY_GM_TO_UBUF, "a5", 4000),
+    (Opcode.COPY_GM_TO_UBUF, "a2a3", 2000),
+    (Opcode.COPY_UBUF_TO_GM, "a2a3", 3000),
+    (Opcode.COPY_UBUF_TO_UBUF, "kirin9030", 3000),
+])
+def test_checker_matches_rules(kind, profile, count):
+    profile = PROFILES[profile]
+    rng = random.Random(f"{kind.name}-{profile.name}")
+    cases = [random_copy(rng, kind, profile) for _ in range(count)]
+    dut = CopyChecker(kind, profile)
+    got = []
+
+    async def producer(ctx):
+        for values, regs in cases:
+            await stream_put(ctx, dut.request, request_payload(kind, values, regs))
+
+    async def consumer(ctx):
+        ctx.set(dut.result.ready, 1)
+        while len(got) < count:
+            _, _, valid, payload = await ctx.tick().sample(dut.result.valid, dut.result.payload)
+            if valid:
+                got.append(payload)
+
+    run_sim(dut, producer, consumer, timeout=count * (dut.latency + 2) + 50)
+
+    codes = collections.Counter()
+    boundaries = collections.Counter()
+    for (values, regs), payload in zip(cases, got):
+        error, geom, passthrough = expected_result(kind, values, regs, profile)
+        codes[error] += 1
+        boundaries.update(boundaries_touched(kind, values, regs, profile))
+        context = (values, regs)
+        assert ErrorCode(payload.error) == error, context
+        if geom is None:
+            continue
+        for name, value in geom.items():
+            assert getattr(payload.geom, name) == value, (name, context)
+        for name, value in passthrough.items():
+            assert getattr(payload, name) == value, (name, context)
+    for code in EXPECTED_CODES[kind]:
+        assert codes[code] >= count // 40, (code, codes)
+    wanted = {"ub_at", "ub_over"}
+    if kind != Opcode.COPY_UBUF_TO_UBUF:
+        wanted |= {"gm_at", "gm_over"}
+    if kind == Opcode.COPY_GM_TO_UBUF:
+        wanted.add("pad32")
+    for name in wanted:
+        assert boundaries[name] >= 10, boundaries
+
+
+def test_checker_throughput_and_latency():
+    """Back to back: one copy per LATENCY cycles, result LATENCY cycles after the accept."""
+    kind = Opcode.COPY_UBUF_TO_GM
+    profile = PROFILES["a5"]
+    rng = random.Random(3)
+    cases = [random_copy(rng, kind, profile) for _ in range(20)]
+    dut = CopyChecker(kind, profile)
+    accepts, results = [], []
+
+    async def bench(ctx):
+        ctx.set(dut.result.ready, 1)
+        pending = list(cases)
+        for cycle in range(20 * dut.latency + 10):
+            if pending:
+                ctx.set(dut.request.valid, 1)
+                ctx.set(dut.request.payload, request_payload(kind, *pending[0]))
+            else:
+                ctx.set(dut.request.valid, 0)
+            _, _, req_ready, res_valid = await ctx.tick().sample(dut.request.ready,
+                                                                 dut.result.valid)
+            if pending and req_ready:
+                accepts.append(cycle)
+                pending.pop(0)
+            if res_valid:
+                results.append(cycle)
+
+    run_sim(dut, bench)
+    assert len(accepts) == len(results) == 20
+    assert all(r - a == dut.latency for a, r in zip(accepts, results))
+    assert all(b - a == dut.latency for a, b in zip(accepts, accepts[1:]))
+
+
+@pytest.mark.parametrize("kind", COPY_KINDS)
+def test_checker_converts(kind):
+    assert "module" in verilog.convert(CopyChecker(kind, "a5"))

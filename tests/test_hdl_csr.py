@@ -1,0 +1,162 @@
+"""The AXI4-Lite CSR front end against the register map, in the Amaranth simulator."""
+
+from pathlib import Path
+
+import pytest
+from amaranth.back import verilog
+
+from hdl import regmap
+from hdl.csr import CsrFrontEnd, status_port
+from model.isa import ErrorCode, Pipe
+
+from hdl_helpers import idle, run_sim
+
+UB_SIZE = 1 << 12
+REG = {r.name: r.offset for r in regmap.REGISTERS}
+
+
+async def axil_write(ctx, axil, offset, value, strb=0xF):
+    ctx.set(axil.awaddr, offset)
+    ctx.set(axil.wdata, value)
+    ctx.set(axil.wstrb, strb)
+    ctx.set(axil.awvalid, 1)
+    ctx.set(axil.wvalid, 1)
+    ctx.set(axil.bready, 1)
+    await ctx.tick().until(axil.awready & axil.wready)
+    ctx.set(axil.awvalid, 0)
+    ctx.set(axil.wvalid, 0)
+    resp, = await ctx.tick().sample(axil.bresp).until(axil.bvalid)
+    ctx.set(axil.bready, 0)
+    assert resp == 0
+
+
+async def axil_read(ctx, axil, offset):
+    ctx.set(axil.araddr, offset)
+    ctx.set(axil.arvalid, 1)
+    ctx.set(axil.rready, 1)
+    await ctx.tick().until(axil.arready)
+    ctx.set(axil.arvalid, 0)
+    data, resp = await ctx.tick().sample(axil.rdata, axil.rresp).until(axil.rvalid)
+    ctx.set(axil.rready, 0)
+    assert resp == 0
+    return data
+
+
+def ub_model(dut, memory, width):
+    """The UB's test port: synchronous read, byte-strobed write."""
+    async def process(ctx):
+        async for *_, we, re, addr, wdata, wstrb in ctx.tick().sample(
+                dut.ub.we, dut.ub.re, dut.ub.addr, dut.ub.wdata, dut.ub.wstrb):
+            if we:
+                for i in range(width):
+                    if wstrb >> i & 1:
+                        memory[addr * width + i] = wdata >> (8 * i) & 0xFF
+            if re:
+                word = sum(memory[addr * width + i] << (8 * i) for i in range(width))
+                ctx.set(dut.ub.rdata, word)
+    return process
+
+
+@pytest.mark.parametrize("width", [16, 32, 64])
+def test_identity_and_ub_window(width):
+    dut = CsrFrontEnd(width, UB_SIZE)
+    memory = bytearray([0xAA]) * UB_SIZE
+
+    async def bench(ctx):
+        assert await axil_read(ctx, dut.axil, REG["ID"]) == regmap.ID_VALUE
+        config = await axil_read(ctx, dut.axil, REG["CONFIG"])
+        assert config & 0xFF == width and config >> 8 == UB_SIZE // 1024
+        await axil_write(ctx, dut.axil, REG["UB_ADDR"], 0x100 - 8)
+        words = [0x03020100 + 0x04040404 * i for i in range(12)]
+        for word in words:
+            await axil_write(ctx, dut.axil, REG["UB_DATA"], word)
+        assert await axil_read(ctx, dut.axil, REG["UB_ADDR"]) == 0x100 - 8 + 48
+        # A partial strobe changes only its bytes.
+        await axil_write(ctx, dut.axil, REG["UB_ADDR"], 0x200)
+        await axil_write(ctx, dut.axil, REG["UB_DATA"], 0x11223344, strb=0b0101)
+        await axil_write(ctx, dut.axil, REG["UB_ADDR"], 0x100 - 8)
+        for word in words:
+            assert await axil_read(ctx, dut.axil, REG["UB_DATA"]) == word
+
+    run_sim(dut, bench, processes=[ub_model(dut, memory, width)], timeout=5000)
+    expected = bytearray([0xAA]) * UB_SIZE
+    expected[0xF8:0xF8 + 48] = bytes(range(48))
+    expected[0x200] = 0x44
+    expected[0x202] = 0x22
+    assert memory == expected
+
+
+def test_command_fifo_free_space_and_backpressure():
+    dut = CsrFrontEnd(32, UB_SIZE)
+    taken = []
+    words = list(range(0x1000, 0x1000 + regmap.CMD_FIFO_DEPTH + 4))
+
+    async def bench(ctx):
+        assert await axil_read(ctx, dut.axil, REG["CMD_FREE"]) == regmap.CMD_FIFO_DEPTH
+        for word in words[:5]:
+            await axil_write(ctx, dut.axil, REG["CMD"], word)
+        assert await axil_read(ctx, dut.axil, REG["CMD_FREE"]) == regmap.CMD_FIFO_DEPTH - 5
+        # The engine starts taking words only later: writes beyond the depth must wait.
+        for word in words[5:]:
+            await axil_write(ctx, dut.axil, REG["CMD"], word)
+        assert len(taken) >= 4
+
+    async def engine(ctx):
+        await idle(ctx, 400)
+        ctx.set(dut.cmd.ready, 1)
+        async for *_, valid, payload in ctx.tick().sample(dut.cmd.valid, dut.cmd.payload):
+            if valid:
+                taken.append(payload)
+
+    run_sim(dut, bench, background=[engine], timeout=5000)
+    assert taken == words[:len(taken)]
+
+
+def test_status_irq_and_error_clear():
+    dut = CsrFrontEnd(32, UB_SIZE)
+    clears = []
+
+    async def bench(ctx):
+        mte3 = getattr(dut, status_port(Pipe.MTE3))
+        ctx.set(mte3.busy, 1)
+        ctx.set(mte3.completed, 1234)
+        ctx.set(mte3.error, ErrorCode.BUS_ERROR)
+        ctx.set(mte3.error_index, 77)
+        ctx.set(mte3.error_addr, 0xAB_1234_5678)
+        ctx.set(dut.engine_idle, 0)
+        assert await axil_read(ctx, dut.axil, REG["MTE3_STATUS"]) == 1
+        assert await axil_read(ctx, dut.axil, REG["MTE3_COMPLETED"]) == 1234
+        assert await axil_read(ctx, dut.axil, REG["MTE3_ERROR"]) == ErrorCode.BUS_ERROR
+        assert await axil_read(ctx, dut.axil, REG["MTE3_ERROR_INDEX"]) == 77
+        assert await axil_read(ctx, dut.axil, REG["MTE3_ERROR_ADDR_LO"]) == 0x1234_5678
+        assert await axil_read(ctx, dut.axil, REG["MTE3_ERROR_ADDR_HI"]) == 0xAB
+        assert await axil_read(ctx, dut.axil, REG["MTE2_ERROR"]) == 0
+        assert ctx.get(dut.irq) == 0                      # nothing enabled yet
+        await axil_write(ctx, dut.axil, REG["IRQ_ENABLE"], 0b10)
+        assert ctx.get(dut.irq) == 1                      # the error is enabled
+        assert await axil_read(ctx, dut.axil, REG["IRQ_STATUS"]) == 0b110
+        await axil_write(ctx, dut.axil, REG["IRQ_STATUS"], 0b10)
+        assert clears == [1]
+        ctx.set(mte3.error, ErrorCode.NONE)
+        await axil_write(ctx, dut.axil, REG["IRQ_ENABLE"], 0b01)
+        assert ctx.get(dut.irq) == 0                      # busy: not done
+        ctx.set(dut.engine_idle, 1)
+        await idle(ctx, 1)
+        assert ctx.get(dut.irq) == 1
+        assert await axil_read(ctx, dut.axil, REG["IRQ_STATUS"]) == 0b101
+
+    async def watch_clear(ctx):
+        async for *_, clear in ctx.tick().sample(dut.clear_errors):
+            if clear:
+                clears.append(1)
+
+    run_sim(dut, bench, background=[watch_clear], timeout=5000)
+
+
+def test_readme_shows_the_register_map():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert regmap.markdown_table() in readme
+
+
+def test_converts_to_verilog():
+    assert "module csr" in verilog.convert(CsrFrontEnd(32, UB_SIZE), name="csr")

@@ -1,0 +1,209 @@
+"""The random program generator of the testbench (tb/programs.py), on the model alone."""
+
+import itertools
+
+import pytest
+
+from model import isa
+from model.engine import COPY_OPCODES
+from model.errors import MteError
+from model.isa import ErrorCode, Opcode, Pipe
+from model.parser import parse
+from tb.programs import (AUTO, ERROR_CLASSES, GUARD, PAGE, case_seed, example_cases, generate,
+                         parse_spec, spec)
+from tb.scoreboard import copy_rows, destination_space, expect, load_engine
+
+SEEDS = [case_seed(1, i) for i in range(40)]
+
+
+def _run(case):
+    """(instructions, the model's error or None, index of the failing instruction)."""
+    instrs = parse(case.text, case.bindings)
+    engine = load_engine(case)
+    for index, instr in enumerate(instrs):
+        try:
+            engine.execute(instr)
+        except MteError as error:
+            return instrs, error, index
+    return instrs, None, None
+
+
+@pytest.mark.parametrize("seed", SEEDS[:10])
+def test_same_seed_same_case(seed):
+    first, second = generate(seed), generate(seed)
+    assert first == second
+    assert generate(seed + 1).text != first.text
+
+
+def test_spec_round_trip():
+    assert parse_spec(spec(0x1234)) == (0x1234, AUTO)
+    assert parse_spec(spec(7, ErrorCode.UB_RANGE)) == (7, ErrorCode.UB_RANGE)
+    case = generate(0x1234, ErrorCode.GM_RANGE)
+    assert case.rerun == "python -m tb.run --case 0x1234/GM_RANGE"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_legal_programs_run_without_error(seed):
+    case = generate(seed, None)
+    instrs, error, _ = _run(case)
+    assert error is None, f"{case.rerun}: {error}"
+    assert any(i.op.opcode in COPY_OPCODES for i in instrs)
+
+
+@pytest.mark.parametrize("code", ERROR_CLASSES, ids=lambda c: c.name)
+@pytest.mark.parametrize("seed", SEEDS[:12])
+def test_error_programs_fail_at_their_last_command(seed, code):
+    case = generate(seed, code)
+    instrs, error, index = _run(case)
+    assert error is not None and error.code == code, f"{case.rerun}: {error}"
+    assert index == len(instrs) - 1, f"{case.rerun}: failed at {index} of {len(instrs)}"
+
+
+def test_auto_picks_errors_sometimes():
+    kinds = {generate(seed).error for seed in SEEDS}
+    assert None in kinds and len(kinds) > 2
+
+
+def test_windows_are_whole_pages_and_guarded():
+    for seed in SEEDS[:10]:
+        case = generate(seed)
+        for base, data in case.gm:
+            assert base % PAGE == 0 and len(data) % PAGE == 0
+        assert case.ub.count(GUARD) > len(case.ub) // 2
+
+
+def test_examples_are_cases():
+    cases = example_cases()
+    assert len(cases) >= 6
+    for case in cases:
+        assert expect(case).error is None, case.name
+        for base, data in case.gm:
+            assert base % PAGE == 0 and len(data) % PAGE == 0
+
+
+# --- cross-pipe ordering, checked independently of the generator's bookkeeping ----------
+
+def _happens_before(instrs):
+    """For each copy, (pipe, vector clock) under the flag semantics: program order within
+    a pipe; a set_flag orders everything its pipe did before it ahead of the matching
+    wait_flag's later commands. Flags naming a pipe the engine lacks order nothing."""
+    pipes = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
+    clocks = {p: {q: 0 for q in pipes} for p in pipes}
+    pending = {}
+    copies = []
+    for index, instr in enumerate(instrs):
+        pipe = Pipe(isa.op_pipe(instr.op, instr.values))
+        if pipe == Pipe.EXTERNAL:
+            continue
+        if instr.op.opcode == Opcode.SET_FLAG:
+            key = (instr.values["src_pipe"], instr.values["dst_pipe"], instr.values["event_id"])
+            if key[1] != Pipe.EXTERNAL:
+                pending.setdefault(key, []).append(dict(clocks[pipe]))
+        elif instr.op.opcode == Opcode.WAIT_FLAG:
+            key = (instr.values["src_pipe"], instr.values["dst_pipe"], instr.values["event_id"])
+            if key[0] != Pipe.EXTERNAL:
+                seen = pending[key].pop(0)
+                clocks[pipe] = {q: max(v, seen[q]) for q, v in clocks[pipe].items()}
+        clocks[pipe][pipe] += 1
+        if instr.op.opcode in COPY_OPCODES:
+            copies.append((index, pipe, dict(clocks[pipe])))
+    return copies
+
+
+def _footprints(instrs):
+    regs = {pipe: isa.reset_registers(pipe) for pipe in (Pipe.MTE2, Pipe.MTE3)}
+    out = {}
+    for index, instr in enumerate(instrs):
+        op = instr.op
+        if op.opcode in isa.REGISTER_WRITES:
+            pipe, _ = isa.REGISTER_WRITES[op.opcode]
+            isa.apply_register_write(regs[pipe], op, instr.values)
+        elif op.opcode in COPY_OPCODES:
+            rows = copy_rows(op, instr.values, regs.get(op.pipe))
+            src = "ub" if op.opcode != Opcode.COPY_GM_TO_UBUF else "gm"
+            dst = destination_space(op)
+            reads = {(src, b) for s, _, n, _ in rows for b in range(s, s + n)}
+            writes = {(dst, b) for _, d, _, n in rows for b in range(d, d + n)}
+            out[index] = reads, writes
+    return out
+
+
+def _hazards(case):
+    """(cross-pipe pairs of copies touching the same bytes, those of them left unordered)."""
+    instrs = parse(case.text, case.bindings)
+    footprints = _footprints(instrs)
+    pairs, unordered = 0, []
+    for (i, pipe_i, clock_i), (j, pipe_j, clock_j) in itertools.combinations(
+            _happens_before(instrs), 2):
+        if pipe_i == pipe_j:
+            continue
+        reads_i, writes_i = footprints[i]
+        reads_j, writes_j = footprints[j]
+        if writes_i & (reads_j | writes_j) or reads_i & writes_j:
+            pairs += 1
+            if clock_i[pipe_i] > clock_j[pipe_i]:
+                unordered.append(f"line {instrs[i].line} ({pipe_i.name}) and line "
+                                 f"{instrs[j].line} ({pipe_j.name})")
+    return pairs, unordered
+
+
+@pytest.mark.parametrize("seed", SEEDS[:25])
+def test_flags_order_every_cross_pipe_hazard(seed):
+    case = generate(seed, None)
+    _, unordered = _hazards(case)
+    assert not unordered, f"{case.rerun}: unordered accesses to the same bytes: {unordered}"
+
+
+def test_cross_pipe_hazards_are_common():
+    """The ordering test above is not vacuous: programs do share bytes across pipes."""
+    pairs = sum(_hazards(generate(seed, None))[0] for seed in SEEDS[:25])
+    assert pairs >= 25
+
+
+def test_programs_cover_the_features():
+    """Across a few dozen programs: both surfaces, padding at every element size, rows
+    under 32 bytes, rows crossing a 4 KiB page, unaligned GM, multi-loop copies."""
+    seen = set()
+    for seed in SEEDS:
+        case = generate(seed, None)
+        text = case.text
+        seen |= {name for name in ("mte_gm_ub", "mte_ub_gm", "mte_ub_ub", "copy_gm_to_ubuf",
+                                   "copy_ubuf_to_gm", "copy_ubuf_to_ubuf", "pad(", "loop(",
+                                   "castptr", "addptr", "set_mov_pad_val") if name in text}
+        instrs = parse(text, case.bindings)
+        regs = {pipe: isa.reset_registers(pipe) for pipe in (Pipe.MTE2, Pipe.MTE3)}
+        for instr in instrs:
+            op, v = instr.op, instr.values
+            if op.opcode in isa.REGISTER_WRITES:
+                isa.apply_register_write(regs[isa.REGISTER_WRITES[op.opcode][0]], op, v)
+                continue
+            if op.opcode not in COPY_OPCODES:
+                continue
+            rows = copy_rows(op, v, regs.get(op.pipe))
+            if op.opcode == Opcode.COPY_GM_TO_UBUF and v["data_select_bit"]:
+                seen.add(f"pad es={isa.DTYPES[v['dtype']].size}")
+            if op.opcode != Opcode.COPY_UBUF_TO_UBUF:
+                gm = [s if op.opcode == Opcode.COPY_GM_TO_UBUF else d for s, d, _, _ in rows]
+                seen |= {"short row"} if 0 < v["len_burst"] < 32 else set()
+                seen |= {"unaligned gm"} if any(a % 32 for a in gm) else set()
+                if any(a // PAGE != (a + v["len_burst"] - 1) // PAGE for a in gm):
+                    seen.add("page crossing")
+                if regs[op.pipe]["loop1_count"] > 1 and regs[op.pipe]["loop2_count"] > 1:
+                    seen.add("two loops")
+    wanted = {"mte_gm_ub", "mte_ub_gm", "mte_ub_ub", "copy_gm_to_ubuf", "copy_ubuf_to_gm",
+              "copy_ubuf_to_ubuf", "pad(", "loop(", "castptr", "addptr", "set_mov_pad_val",
+              "pad es=1", "pad es=2", "pad es=4", "pad es=8", "short row", "unaligned gm",
+              "page crossing", "two loops"}
+    assert wanted <= seen, f"never generated: {sorted(wanted - seen)}"
+
+
+def test_bus_error_programs_keep_the_fault_inside_the_bus():
+    """BUS_ERROR programs fault in an unmapped (or SLVERR) page right after a window."""
+    for seed in SEEDS[:12]:
+        case = generate(seed, ErrorCode.BUS_ERROR)
+        error = expect(case).error
+        assert error.code == ErrorCode.BUS_ERROR
+        ends = {base + len(data) for base, data in case.gm}
+        assert error.address // PAGE * PAGE in ends
+        for page in case.fault_pages:
+            assert page in ends
