@@ -97,7 +97,7 @@ def test_profile_sets_the_ub_size(work):
     (("--gm", "0x10zz:16"), "not a decimal or 0x hex"),
     (("--bind", "arg0"), "NAME=VALUE"),
     (("--dump-ub", "0:16"), "ADDR:LEN=FILE"),
-    (("--engine", "rtl"), "invalid choice"),
+    (("--engine", "fpga"), "invalid choice"),
     (("--gm", "0x1000=missing.bin"), "cannot read GM file missing.bin"),
     (("--gm", "0x1000:64", "--gm", "0x1020:64"), "overlaps"),
     (("--ub", f"{262144 - 100}=tile.bin"), "do not fit"),
