@@ -29,6 +29,9 @@ from .memory import GlobalMemory, UnmappedAddressError, new_ub
 
 COPY_OPCODES = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM, Opcode.COPY_UBUF_TO_UBUF)
 
+# Each op's (field, largest value): a command whose fields all fit needs no trial encoding.
+_FIELD_LIMITS = {op.opcode: tuple((f.name, f.max) for f in op.fields) for op in isa.OPS}
+
 # How each copy moves data: (source memory, destination memory).
 _SPACES = {
     Opcode.COPY_GM_TO_UBUF: ("gm", "ub"),
@@ -52,6 +55,14 @@ _RULE_MESSAGES = {
     ErrorCode.GM_RANGE: f"the copy reaches beyond GM address {(1 << isa.GM_ADDR_BITS) - 1:#x}",
     ErrorCode.UB_OVERLAP: "source and destination UB ranges intersect",
 }
+
+
+def _fields_fit(instr):
+    values = instr.values
+    for name, top in _FIELD_LIMITS[instr.op.opcode]:
+        if not 0 <= values[name] <= top:
+            return False
+    return True
 
 
 def _dtype_name(code):
@@ -163,7 +174,8 @@ class Engine:
 
     def validate(self, instr):
         """Raise MteError for the first error of a command, as it would run now."""
-        encode_instr(instr)
+        if instr.deferred is not None or not _fields_fit(instr):
+            encode_instr(instr)       # raises the error, worded as the assembler words it
         if instr.op.opcode in COPY_OPCODES:
             code = rules.check_copy(instr.op, instr.values, self._copy_registers(instr.op),
                                     self.profile)

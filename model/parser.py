@@ -7,18 +7,22 @@ The text is MLIR-like; newlines carry no meaning and `//` starts a comment:
     module    := 'module' [@name] ['attributes' {...}] '{' item* '}'
     func      := 'func.func' [visibility] @name '(' [%arg ':' type {...}?, ...] ')'
                  ['->' types] ['attributes' {...}] ['{' item* '}']
-    statement := [%result '='] op ['[' flag, flag, flag ']'] [%a (',' %b)*] clause*
+    statement := [%result '='] op ['[' flag, flag, flag ']' | pipe] [%a (',' %b)*] clause*
                  [{attrs}] [':' signature] [{attrs}]
+    flag, pipe:= "NAME" | <NAME> | #attr<NAME> | NAME          PIPE_MTE2, EVENT_ID0, ...
     clause    := name '(' [%a (',' %b)*] ')'                  nburst / loop / pad
     signature := types ['->' types]  |  '(' types ')' '->' types
     types     := type [xN] (',' type [xN])*                   `i64 x5` = five i64
     type      := !pto.ptr<T, gm|ub> | <T, gm|ub> | i64 | i1 | index | f32 | ...
 
 The `pto.` prefix of an op is optional. `arith.constant`, `pto.castptr` and `pto.addptr`
-define values; every other op becomes one or more `Instr`s.
+define values; every other op becomes one or more `Instr`s. A `%x =` always starts a
+statement, so an op without operands (a flag, a barrier) may be followed by a definition.
+`arith.constant true` / `false` (optionally `: i1`) are the i1 values 1 and 0.
 
 Names. A `%name` is, in this order: a value the program defined; a constant by name
-(`%c128`, `%c128_i64`, `%c-1_i64`, MLIR's uniquified `%c0_i64_0`, `%true`, `%false`);
+(`%c128`, `%c128_i64`, `%c-1_i64`, MLIR's uniquified `%c0_i64_0`, `%true`, `%false`,
+`%true_0`);
 a binding passed to `parse` (written without `%`). Anything else is a ProgramError.
 Pointer operands take their element type and memory space from the op's type list, so a
 free name bound to an integer is a byte address.
@@ -39,17 +43,24 @@ innermost software loop, the last clause the outermost); every iteration is one 
 whose source and destination addresses are advanced by that iteration's strides. The
 register writes are emitted once, before the first copy. A software count that does not
 fit the hardware loop-count field yields a single copy carrying a deferred FIELD_RANGE.
+
+Barriers. `pto.barrier <PIPE_X>` (pipe_barrier) becomes flag pairs, no command of its own:
+set_flag[X, X, E] and wait_flag[X, X, E] for one of the engine's pipes, and for PIPE_ALL
+set_flag[A, B, E] for every two different pipes A, B, then the six matching wait_flags.
+E is the lowest event id on which every earlier set_flag of those pipe pairs has had its
+wait_flag. A barrier on a pipe the engine does not have emits nothing.
 """
 
 import itertools
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .errors import ProgramError
-from .isa import (DTYPE_BY_NAME, EXTERNAL_PIPE_NAMES, OP_BY_MNEMONIC, PIPE_NAMES, DType,
-                  ErrorCode, Pipe)
+from .isa import (DTYPE_BY_NAME, EVENT_ID_BITS, EXTERNAL_PIPE_NAMES, OP_BY_MNEMONIC,
+                  PIPE_NAMES, DType, ErrorCode, Pipe)
 from .program import Instr
 
 # A grouped op unrolled into more copies than this is refused rather than materialised.
@@ -70,6 +81,7 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE)
 
 _CONSTANT_NAME = re.compile(r"c(-?\d+)(?:_(?:i|si|ui|u)\d+|_index)?(?:_\d+)?")
+_BOOLEAN_NAME = re.compile(r"(true|false)(?:_\d+)?")
 _INTEGER_TYPE = re.compile(r"(?:i|si|ui|u)\d+|index")
 _FLOAT_TYPE = re.compile(r"bf16|f16|f32|f64")
 _REPEAT = re.compile(r"x(\d+)")
@@ -83,6 +95,7 @@ _FLOAT_FORMATS = {
 
 _GROUPED = ("mte_gm_ub", "mte_ub_gm", "mte_ub_ub")
 _FLAGS = ("set_flag", "wait_flag")
+_ENGINE_PIPES = tuple(PIPE_NAMES.values())
 
 
 @dataclass(frozen=True)
@@ -146,7 +159,7 @@ class Statement:
     op: Token
     name: str                     # mnemonic without the optional `pto.` prefix
     result: Token | None
-    flags: list = field(default_factory=list)       # [(name, token)] inside [...]
+    flags: list = field(default_factory=list)       # [(name, token)]: flag [...], barrier pipe
     bracket: Token | None = None
     operands: list = field(default_factory=list)    # value tokens
     clauses: list = field(default_factory=list)
@@ -305,6 +318,7 @@ class _Parser:
         self.values = {}      # names the program defined
         self.arg_types = {}   # declared types of function arguments
         self.instrs = []
+        self.flag_balance = Counter()   # (src, dst, event): set_flags so far less wait_flags
 
     # token stream
 
@@ -474,36 +488,42 @@ class _Parser:
 
     # statements
 
+    def at_result(self):
+        """At `%x =`: the start of the next statement, not an operand of this one."""
+        return self.peek().kind == "value" and self.peek(1).text == "="
+
     def parse_operand_list(self):
         operands = []
-        if self.peek().kind != "value":
+        if self.peek().kind != "value" or self.at_result():
             return operands
         operands.append(self.advance())
         while self.accept(","):
             operands.append(self.expect_kind("value", "an operand such as %x"))
         return operands
 
+    def parse_flag_item(self):
+        """A pipe or event name: `"NAME"`, `<NAME>`, `#pto.pipe<NAME>` or `NAME`."""
+        token = self.peek()
+        if token.kind == "string":
+            self.advance()
+            return token.text[1:-1], token
+        if token.kind == "attribute":
+            self.advance()
+        angled = self.accept("<")
+        name = self.expect_kind("ident", "a pipe or event name")
+        if angled:
+            self.expect(">")
+        return name.text, name
+
     def parse_flag_items(self):
-        items = []
-        while True:
-            token = self.peek()
-            if token.kind == "string":
-                self.advance()
-                items.append((token.text[1:-1], token))
-            else:
-                if token.kind == "attribute":
-                    self.advance()
-                angled = self.accept("<")
-                name = self.expect_kind("ident", "a pipe or event name")
-                if angled:
-                    self.expect(">")
-                items.append((name.text, name))
-            if not self.accept(","):
-                return items
+        items = [self.parse_flag_item()]
+        while self.accept(","):
+            items.append(self.parse_flag_item())
+        return items
 
     def parse_statement(self):
         result = None
-        if self.peek().kind == "value" and self.peek(1).text == "=":
+        if self.at_result():
             result = self.advance()
             self.advance()
         op = self.peek()
@@ -513,7 +533,7 @@ class _Parser:
         if op.text == "arith.constant":
             return self.define_constant(op, result)
         name = op.text.removeprefix("pto.")
-        if name not in OP_BY_MNEMONIC and name not in _GROUPED + ("castptr", "addptr"):
+        if name not in OP_BY_MNEMONIC and name not in _GROUPED + ("castptr", "addptr", "barrier"):
             raise _error(op, f"unknown op {op.text!r}")
         stmt = self.parse_statement_body(op, name, result)
         if name in ("castptr", "addptr"):
@@ -524,6 +544,8 @@ class _Parser:
             return getattr(self, "expand_" + name)(stmt)
         if name in _FLAGS:
             return self.flag(stmt)
+        if name == "barrier":
+            return self.barrier(stmt)
         if name == "set_mov_pad_val":
             return self.set_mov_pad_val(stmt)
         return self.legacy(stmt)
@@ -534,6 +556,9 @@ class _Parser:
             stmt.bracket = self.advance()
             stmt.flags = self.parse_flag_items()
             self.expect("]")
+        elif name == "barrier" and (self.peek().kind in ("string", "attribute", "ident")
+                                    or self.at("<")):
+            stmt.flags = [self.parse_flag_item()]
         stmt.operands = self.parse_operand_list()
         while self.peek().kind == "ident" and self.peek(1).text == "(":
             clause_name = self.advance()
@@ -547,7 +572,7 @@ class _Parser:
         if self.at("{"):
             self.skip_balanced("{", "}")
         stray = self.peek()
-        if stray.kind == "value" and self.peek(1).text != "=":
+        if stray.kind == "value" and not self.at_result():
             raise _error(stray, f"expected ',' or ':' before {stray.text}")
         stmt.text = _statement_text(self.source(result or op))
         return stmt
@@ -561,8 +586,9 @@ class _Parser:
         constant = _CONSTANT_NAME.fullmatch(name)
         if constant:
             return Value(int(constant.group(1)))
-        if name in ("true", "false"):
-            return Value(int(name == "true"), ScalarType("i1", token, "i1"))
+        boolean = _BOOLEAN_NAME.fullmatch(name)
+        if boolean:
+            return Value(int(boolean.group(1) == "true"), ScalarType("i1", token, "i1"))
         if name in self.bindings:
             return Value(self.bindings[name], self.arg_types.get(name))
         raise _error(token, f"unbound name {token.text}")
@@ -578,7 +604,7 @@ class _Parser:
             raise _error(op, "arith.constant needs a result name")
         literal = self.advance()
         if literal.kind == "ident" and literal.text in ("true", "false"):
-            value = Value(int(literal.text == "true"), ScalarType("i1", literal, "i1"))
+            value = self.boolean_literal(literal)
         elif literal.kind == "number":
             value = self.typed_literal(literal)
         else:
@@ -586,6 +612,15 @@ class _Parser:
         if self.at("{"):
             self.skip_balanced("{", "}")
         self.define(result, value)
+
+    def boolean_literal(self, literal):
+        """`true` / `false`, as MLIR prints them (no type) or with their type `: i1`."""
+        declared = ScalarType("i1", literal, "i1")
+        if self.accept(":"):
+            declared = self.parse_type()
+            if not isinstance(declared, ScalarType) or declared.name != "i1":
+                raise _error(declared.token, f"{literal.text} has type i1, not {declared.text}")
+        return Value(int(literal.text == "true"), declared)
 
     def typed_literal(self, literal):
         if not self.at(":"):
@@ -687,6 +722,9 @@ class _Parser:
     # instructions
 
     def emit(self, stmt, mnemonic, values, deferred=None):
+        if mnemonic in _FLAGS and Pipe.EXTERNAL not in (values["src_pipe"], values["dst_pipe"]):
+            key = (values["src_pipe"], values["dst_pipe"], values["event_id"])
+            self.flag_balance[key] += 1 if mnemonic == "set_flag" else -1
         self.instrs.append(Instr(OP_BY_MNEMONIC[mnemonic], values, stmt.op.line,
                                  stmt.op.column, stmt.text, deferred))
 
@@ -733,6 +771,40 @@ class _Parser:
         self.emit(stmt, stmt.name, {"src_pipe": int(_pipe(src, src_tok)),
                                     "dst_pipe": int(_pipe(dst, dst_tok)),
                                     "event_id": int(event_id.group(1))})
+
+    def barrier(self, stmt):
+        """pipe_barrier: the pipe's later commands wait until its earlier ones finished; with
+        PIPE_ALL, every pipe's later commands wait for every pipe's earlier ones. Written as
+        the flag pairs that do that (a set_flag waits for its pipe to drain): for one pipe a
+        pair from the pipe to itself, for PIPE_ALL a pair between each two pipes, all sets
+        before all waits. A pipe this engine does not have needs nothing."""
+        if len(stmt.flags) != 1:
+            raise _error(stmt.op, "barrier needs a pipe, such as #pto.pipe<PIPE_ALL>")
+        self.check_no_clauses(stmt)
+        self.check_operand_count(stmt, 0)
+        self.check_type_count(stmt, 0)
+        ((name, token),) = stmt.flags
+        if name == "PIPE_ALL":
+            pairs = list(itertools.permutations(_ENGINE_PIPES, 2))
+        else:
+            pipe = _pipe(name, token)
+            pairs = [] if pipe == Pipe.EXTERNAL else [(pipe, pipe)]
+        if not pairs:
+            return
+        event = self.free_event(stmt, pairs)
+        for mnemonic in _FLAGS:
+            for src, dst in pairs:
+                self.emit(stmt, mnemonic, {"src_pipe": int(src), "dst_pipe": int(dst),
+                                           "event_id": event})
+
+    def free_event(self, stmt, pairs):
+        """The lowest event id on which every set_flag of these pipe pairs so far has had
+        its wait_flag: the barrier's wait then needs the barrier's own set."""
+        for event in range(1 << EVENT_ID_BITS):
+            if not any(self.flag_balance[src, dst, event] for src, dst in pairs):
+                return event
+        raise _error(stmt.op, "barrier: no event id is free, each has a set_flag "
+                              "still waiting for its wait_flag")
 
     # grouped v0.6 forms
 

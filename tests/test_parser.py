@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from model import seeds
+from model.assembler import assemble, disassemble
 from model.errors import ProgramError
-from model.isa import DTYPE_BY_NAME, ErrorCode, Pipe
+from model.isa import DTYPE_BY_NAME, ErrorCode, Opcode, Pipe
 from model.parser import MAX_SOFTWARE_COPIES, decode_float, encode_float, parse
 
 F16, F32, I16, I8 = (DTYPE_BY_NAME[n].code for n in ("f16", "f32", "i16", "i8"))
-SEED_DIR = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+SEED_DIR = Path(__file__).resolve().parents[1] / "docs" / "spec" / "seeds"
 
 
 def ops(instrs):
@@ -89,7 +90,6 @@ def test_seed_register_writes_and_lines():
     assert "//" not in instrs[-1].text
 
 
-@pytest.mark.skipif(not SEED_DIR.is_dir(), reason="shared seed documents not present")
 def test_seed_texts_are_verbatim():
     texts = {path.name[:3]: path.read_text() for path in SEED_DIR.glob("00*.txt")}
     for program in SEED_EXPECTED:
@@ -206,6 +206,129 @@ def test_flag_errors():
     assert (err.line, err.column) == (2, 15)
     err = program_error("pto.wait_flag %c0 : i64")
     assert (err.line, err.column) == (1, 1)
+
+
+@pytest.mark.parametrize("flag", [
+    "pto.set_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID0>]",
+    'pto.wait_flag["PIPE_MTE2", "PIPE_MTE3", "EVENT_ID0"]',
+    "set_flag[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_MTE3>, #pto.event<EVENT_ID0>]",
+    "wait_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0] {sync}",
+    "pto.barrier #pto.pipe<PIPE_MTE3>",
+    'pto.barrier "PIPE_ALL"',
+])
+def test_a_result_after_a_statement_without_operands_starts_the_next_statement(flag):
+    instrs = parse(f"{flag}\n%x = arith.constant 64 : i64\n"
+                   "%u = pto.castptr %c32 : i64 -> !pto.ptr<f32, ub>\n"
+                   "pto.set_loop_size_outtoub %x, %u : i64, i64")
+    assert {i.mnemonic for i in instrs[:-1]} <= {"set_flag", "wait_flag"}
+    assert instrs[-1].values == {"loop1_count": 64, "loop2_count": 32}
+    assert instrs[-1].line == 4
+
+
+# --- pto.barrier ---------------------------------------------------------------------
+
+ENGINE_PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
+
+
+def flags(instrs):
+    return [(i.mnemonic, i.values["src_pipe"], i.values["dst_pipe"], i.values["event_id"])
+            for i in instrs]
+
+
+def copies_before(instrs):
+    """For each copy (by index), the copies that must have finished before it starts under
+    the flag semantics: program order within a pipe; a wait_flag is granted by the oldest
+    set_flag of its (src, dst, event) not yet taken, and then follows everything that
+    set's pipe did before the set."""
+    done = {pipe: frozenset() for pipe in ENGINE_PIPES}     # what each pipe has finished
+    sets, before = {}, {}
+    for index, instr in enumerate(instrs):
+        op = instr.op
+        if op.opcode == Opcode.SET_FLAG:
+            key = (instr.values["src_pipe"], instr.values["dst_pipe"], instr.values["event_id"])
+            sets.setdefault(key, []).append(done[key[0]])
+        elif op.opcode == Opcode.WAIT_FLAG:
+            key = (instr.values["src_pipe"], instr.values["dst_pipe"], instr.values["event_id"])
+            done[key[1]] |= sets[key].pop(0)
+        else:
+            before[index] = done[op.pipe]
+            done[op.pipe] |= {index}
+    return before
+
+
+COPY_ON = {
+    Pipe.MTE2: "pto.copy_gm_to_ubuf %c0, %c0, %c0, %c1, %c32, %c0, %c0, %false, %c0, %c32, %c32"
+               " : !pto.ptr<u8, gm>, !pto.ptr<u8, ub>, i64 x5, i1, i64 x3",
+    Pipe.MTE3: "pto.copy_ubuf_to_gm %c0, %c0, %c0, %c1, %c32, %c0, %c32, %c32"
+               " : !pto.ptr<u8, ub>, !pto.ptr<u8, gm>, i64 x6",
+    Pipe.V: "pto.copy_ubuf_to_ubuf %c0, %c64, %c0, %c1, %c1, %c0, %c0"
+            " : !pto.ptr<u8, ub>, !pto.ptr<u8, ub>, i64 x5",
+}
+ALL_COPIES = "\n".join(COPY_ON.values())
+
+
+@pytest.mark.parametrize("spelling", ["pto.barrier #pto.pipe<PIPE_ALL>",
+                                      "barrier <PIPE_ALL>", 'pto.barrier "PIPE_ALL"',
+                                      "pto.barrier PIPE_ALL {note}"])
+def test_barrier_all_is_a_flag_pair_between_each_two_pipes(spelling):
+    instrs = parse(f"\n  {spelling}")
+    pairs = [(a, b) for a in ENGINE_PIPES for b in ENGINE_PIPES if a != b]
+    assert flags(instrs) == ([("set_flag", a, b, 0) for a, b in pairs]
+                             + [("wait_flag", a, b, 0) for a, b in pairs])
+    assert {(i.line, i.column) for i in instrs} == {(2, 3)}
+    assert disassemble(assemble(instrs)) == [(i.op, i.values) for i in instrs]
+
+
+def test_barrier_all_orders_every_earlier_copy_before_every_later_one():
+    instrs = parse(f"{ALL_COPIES}\npto.barrier <PIPE_ALL>\n{ALL_COPIES}")
+    before = copies_before(instrs)
+    first, later = sorted(before)[:3], sorted(before)[3:]
+    assert all(set(first) <= before[index] for index in later)
+    assert not before[first[2]] & set(first)     # nothing orders the copies before it
+
+
+@pytest.mark.parametrize("pipe", ENGINE_PIPES)
+def test_barrier_on_one_pipe_drains_that_pipe(pipe):
+    (set_flag, wait_flag) = parse(f"pto.barrier <PIPE_{pipe.name}>")
+    assert flags([set_flag, wait_flag]) == [("set_flag", pipe, pipe, 0),
+                                            ("wait_flag", pipe, pipe, 0)]
+
+
+@pytest.mark.parametrize("name", ["PIPE_S", "PIPE_M", "PIPE_MTE1", "PIPE_FIX"])
+def test_barrier_on_a_pipe_the_engine_lacks_is_nothing(name):
+    assert parse(f"{COPY_ON[Pipe.V]}\npto.barrier <{name}>") == parse(COPY_ON[Pipe.V])
+
+
+def test_barrier_takes_an_event_no_set_flag_holds():
+    instrs = parse(f"""
+        pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]
+        pto.set_flag[<PIPE_MTE3>, <PIPE_MTE3>, <EVENT_ID1>]
+        pto.set_flag[<PIPE_MTE2>, <PIPE_S>, <EVENT_ID2>]
+        {COPY_ON[Pipe.MTE2]}
+        pto.barrier #pto.pipe<PIPE_ALL>
+        pto.barrier #pto.pipe<PIPE_MTE3>
+        pto.wait_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]
+        {COPY_ON[Pipe.V]}
+        pto.barrier #pto.pipe<PIPE_V>""")
+    events = [i.values["event_id"] for i in instrs if i.line in (6, 7, 10)]
+    # EVENT_ID0 MTE2->V is taken, EVENT_ID1 only on MTE3->MTE3, EVENT_ID2 only with PIPE_S
+    assert events == [1] * 12 + [0, 0] + [0, 0]
+    before = copies_before(instrs)
+    assert before[max(before)] == {3}           # the V copy waits for the MTE2 copy
+
+
+def test_barrier_errors():
+    err = program_error("pto.barrier\n")
+    assert (err.line, err.column, "needs a pipe" in err.message) == (1, 1, True)
+    err = program_error("pto.barrier <MTE2>")
+    assert (err.line, err.column, "unknown pipe" in err.message) == (1, 14, True)
+    err = program_error("pto.barrier <PIPE_ALL> %c0 : i64")
+    assert (err.line, err.column, "takes 0 operands" in err.message) == (1, 24, True)
+    err = program_error("%b = pto.barrier <PIPE_ALL>")
+    assert (err.line, err.column, "has no result" in err.message) == (1, 1, True)
+    pending = "".join(f"pto.set_flag[PIPE_V, PIPE_MTE2, EVENT_ID{e}]\n" for e in range(16))
+    err = program_error(pending + "pto.barrier <PIPE_ALL>")
+    assert (err.line, err.column, "no event id is free" in err.message) == (17, 1, True)
 
 
 # --- grouped v0.6 forms ------------------------------------------------------------------
@@ -329,6 +452,32 @@ def test_constants_by_name():
                         ("c5_index", 5), ("true", 1), ("false", 0)]:
         (instr,) = parse(text.replace("NAME", name))
         assert instr.values == {"src_stride": value, "dst_stride": 7}
+
+
+@pytest.mark.parametrize("definition, value", [
+    ("arith.constant true : i1", 1), ("arith.constant false : i1", 0),
+    ("arith.constant true", 1), ("arith.constant false {tag}", 0),
+    ("arith.constant 1 : i1", 1), ("arith.constant 0 : i1", 0),
+])
+def test_i1_constants(definition, value):
+    """An i1 constant is 1 or 0 wherever a constant goes: a scalar field, data_select_bit."""
+    instrs = parse(f"%b = {definition}\n"
+                   "pto.set_loop_size_outtoub %b, %c7 : i64, i64\n"
+                   "pto.copy_gm_to_ubuf %c0, %c0, %c0, %c1, %c32, %c0, %c0, %b, %c0, %c32, %c32\n"
+                   "  : !pto.ptr<u8, gm>, !pto.ptr<u8, ub>, i64 x5, i1, i64 x3")
+    assert instrs[0].values == {"loop1_count": value, "loop2_count": 7}
+    assert instrs[1].values["data_select_bit"] == value
+
+
+def test_uniquified_boolean_names():
+    (instr,) = parse("pto.set_loop_size_outtoub %true_0, %false_12 : i64, i64")
+    assert instr.values == {"loop1_count": 1, "loop2_count": 0}
+
+
+def test_a_boolean_constant_has_type_i1():
+    err = program_error("%b = arith.constant true : i64")
+    assert (err.line, err.column) == (1, 28)
+    assert "i1" in err.message
 
 
 def test_definitions_come_before_constant_names_and_bindings():

@@ -1,0 +1,269 @@
+"""`python -m tb.bench` (`make bench`): copy efficiency of the RTL engine under Verilator.
+
+Builds the generated Verilog in sim_build/bench/ (tb/run.py's flow), runs the shape suite
+and the row-size sweep (tb/bench/suite.py) at each GM latency in one simulation
+(tb/bench/sim.py), and writes sim_build/bench/bench.txt (the table printed here),
+bench.json (every raw number) and efficiency.png. Exits 1 if any program's memories
+differ from the golden model's or the simulation fails; a MISS of the efficiency goal is
+reported, not an error.
+"""
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from model.parser import parse
+from tb import run as tb_run
+from tb.bench import metrics, suite
+
+OUT = tb_run.BUILD / "bench"
+WIDTH = 32
+LATENCIES = (32, 200)
+SHAPE_GOAL, MEAN_GOAL = 0.90, 0.95
+
+HEADER = """\
+MTE DMA copy efficiency: the RTL (Verilator), profile {profile}, W = {width} bytes.
+GM: a pipelined memory of fixed latency L, the first R beat L cycles after its AR
+handshake and the B response L cycles after a burst's last W beat, any number of bursts
+outstanding; no backpressure on any channel.
+cycles: one copy command, from the clock edge that takes its last command word to the
+edge after which its pipe's completed count has gone up.
+ideal = L + max(read beats, write beats), a side's beats being the W-byte words each row
+touches there (UB->UB: no L). efficiency = ideal / cycles.
+Goal: every shape >= {shape_goal:.2f}, the mean at each L >= {mean_goal:.2f}."""
+
+
+@dataclass
+class Result:
+    """A measured program with its arithmetic."""
+    name: str
+    direction: str
+    latency: int
+    size: int
+    read_beats: int
+    write_beats: int
+    ideal: int
+    cycles: int
+    bus: dict
+    failures: list
+
+    @property
+    def efficiency(self):
+        """0 for a copy that never completed (its failure is reported)."""
+        return metrics.efficiency(self.ideal, self.cycles) if self.cycles else 0.0
+
+    @property
+    def throughput(self):
+        return self.size / self.cycles if self.cycles else 0.0
+
+
+def evaluate(records, cases):
+    """Results of the simulation's records; `cases` maps a program's name to its BenchCase."""
+    out = []
+    for r in records:
+        case = cases[r["name"]].case
+        way, read, write = metrics.copy_beats(parse(case.text, case.bindings), WIDTH)
+        out.append(Result(r["name"], way, r["latency"], r["size"], read, write,
+                          metrics.ideal_cycles(way, r["latency"], read, write), r["cycles"],
+                          r["bus"], r["failures"]))
+    return out
+
+
+def verdict(ok):
+    return "PASS" if ok else "MISS"
+
+
+def shape_table(shapes, latencies):
+    by_name = defaultdict(dict)
+    for r in shapes:
+        by_name[r.name][r.latency] = r
+    groups = f"{'':<40} {'beats':^11}" + "".join(f" | {'L = ' + str(lat):^25}"
+                                                  for lat in latencies)
+    head = f"{'shape':<40} {'read':>5} {'write':>5}" + \
+        f" | {'ideal':>6} {'cycles':>6} {'eff':>5} {'':4}" * len(latencies)
+    lines = [groups.rstrip(), head.rstrip(), "-" * len(head)]
+    for name, row in by_name.items():
+        first = row[latencies[0]]
+        line = f"{name:<40} {first.read_beats:>5} {first.write_beats:>5}"
+        for lat in latencies:
+            r = row[lat]
+            line += (f" | {r.ideal:>6} {r.cycles:>6} {r.efficiency:5.3f} "
+                     f"{verdict(r.efficiency >= SHAPE_GOAL)}")
+        lines.append(line)
+    line = f"{'mean':<40} {'':>5} {'':>5}"
+    for lat in latencies:
+        mean = mean_efficiency(shapes, lat)
+        line += f" | {'':>6} {'':>6} {mean:5.3f} {verdict(mean >= MEAN_GOAL)}"
+    lines.append(line)
+    return lines
+
+
+def mean_efficiency(shapes, latency):
+    values = [r.efficiency for r in shapes if r.latency == latency]
+    return sum(values) / len(values)
+
+
+def _at(t):
+    return "-" if t is None else str(t)
+
+
+def timeline_table(shapes):
+    """Where the cycles go: the bus events of each copy, counted from its acceptance."""
+    head = (f"{'shape':<40} {'L':>4} {'bursts':>6} {'1st addr':>8} {'1st data':>8} "
+            f"{'last data':>9} {'done':>6} {'data span':>9} {'beats':>5}")
+    lines = [head, "-" * len(head)]
+    for r in shapes:
+        bus = r.bus
+        span = "-" if bus["first_data"] is None else bus["last_data"] - bus["first_data"] + 1
+        beats = r.read_beats if r.direction == "GM->UB" else r.write_beats
+        lines.append(f"{r.name:<40} {r.latency:>4} {bus['bursts']:>6} "
+                     f"{_at(bus['first_address']):>8} {_at(bus['first_data']):>8} "
+                     f"{_at(bus['last_data']):>9} {r.cycles:>6} {span:>9} {beats:>5}")
+    return lines
+
+
+def sweep_curves(sweep):
+    """{(direction, latency): [Result by size]}."""
+    curves = defaultdict(list)
+    for r in sorted(sweep, key=lambda r: r.size):
+        curves[(r.direction, r.latency)].append(r)
+    return curves
+
+
+def half_peaks(curves):
+    out = []
+    for (way, latency), results in curves.items():
+        found = metrics.half_peak([r.size for r in results], [r.throughput for r in results])
+        out.append({"direction": way, "latency": latency, **found})
+    return out
+
+
+def sweep_table(curves, peaks):
+    keys = list(curves)
+    head = f"{'row bytes':>9}" + "".join(f" {way + ' L=' + str(lat):>13}" for way, lat in keys)
+    lines = [head, "-" * len(head)]
+    for index, first in enumerate(curves[keys[0]]):
+        lines.append(f"{first.size:>9}" + "".join(
+            f" {curves[k][index].throughput:13.2f}" for k in keys))
+    lines += ["", f"{'direction':<9} {'L':>4} {'peak B/cycle':>12} {'of W':>5} "
+              f"{'K (sweep point)':>15} {'K (interpolated)':>16}"]
+    for p in peaks:
+        lines.append(f"{p['direction']:<9} {p['latency']:>4} {p['peak']:12.2f} "
+                     f"{p['peak'] / WIDTH:5.2f} {p['point']:>15} {p['interpolated']:16.0f}")
+    return lines
+
+
+def report(shapes, curves, peaks, profile, latencies):
+    lines = [HEADER.format(profile=profile, width=WIDTH, shape_goal=SHAPE_GOAL,
+                           mean_goal=MEAN_GOAL), ""]
+    lines += shape_table(shapes, latencies)
+    lines += ["", "Bus timeline of each copy (cycles from its acceptance; data span = last - "
+              "first data beat + 1, beats = GM-side beats):"]
+    lines += timeline_table(shapes)
+    if curves:
+        lines += ["", "Row-size sweep: one aligned row per copy, throughput = bytes / cycles "
+                  f"(bytes per cycle; the bus moves at most W = {WIDTH}).",
+                  "Half-peak size K: peak = the largest throughput of the sweep; K = the "
+                  "smallest swept size reaching peak / 2,",
+                  "and where the curve crosses peak / 2, interpolated linearly in log2(size) "
+                  "between the sweep points around it.", ""]
+        lines += sweep_table(curves, peaks)
+    return "\n".join(lines)
+
+
+def plot(shapes, curves, peaks, latencies, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (bars, curve) = plt.subplots(2, 1, figsize=(13, 11))
+    names = list(dict.fromkeys(r.name for r in shapes))
+    width = 0.8 / len(latencies)
+    for i, lat in enumerate(latencies):
+        values = {r.name: r.efficiency for r in shapes if r.latency == lat}
+        xs = [n + (i - (len(latencies) - 1) / 2) * width for n in range(len(names))]
+        bars.bar(xs, [values[name] for name in names], width,
+                 label=f"L = {lat} (mean {mean_efficiency(shapes, lat):.2f})")
+    bars.axhline(SHAPE_GOAL, color="red", linestyle="--", label=f"goal {SHAPE_GOAL:.2f}")
+    bars.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
+    bars.set_ylabel("efficiency = ideal / cycles")
+    bars.set_ylim(0, 1.05)
+    bars.set_title("Shape suite: efficiency per copy")
+    bars.legend(fontsize=8)
+    colors = {way: f"C{i}" for i, way in enumerate(metrics.DIRECTIONS.values())}
+    styles = {lat: ("-", "--", ":", "-.")[i % 4] for i, lat in enumerate(latencies)}
+    for (way, lat), results in curves.items():
+        if way not in metrics.GM_DIRECTIONS and lat != latencies[0]:
+            continue                    # the same curve: UB->UB does not wait for GM
+        label = f"{way} L = {lat}" if way in metrics.GM_DIRECTIONS else way
+        curve.plot([r.size for r in results], [r.throughput for r in results], marker="o",
+                   markersize=3, color=colors[way], linestyle=styles[lat], label=label)
+        peak = next(p for p in peaks if (p["direction"], p["latency"]) == (way, lat))
+        curve.plot([peak["interpolated"]], [peak["peak"] / 2], marker="x", markersize=10,
+                   color=colors[way])
+    curve.axhline(WIDTH, color="gray", linestyle=":", label=f"W = {WIDTH} B/cycle")
+    curve.set_xscale("log", base=2)
+    curve.set_xlabel("row bytes (single-row copy)")
+    curve.set_ylabel("bytes / cycle")
+    curve.set_title("Row-size sweep (x: half-peak size K, interpolated)")
+    curve.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def argument_parser():
+    parser = argparse.ArgumentParser(prog="python -m tb.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="a5")
+    parser.add_argument("--latency", type=int, action="append",
+                        help=f"GM latency in cycles (repeatable; default {LATENCIES})")
+    parser.add_argument("--no-sweep", dest="sweep", action="store_false",
+                        help="the shape suite only")
+    return parser
+
+
+def main(argv=None):
+    args = argument_parser().parse_args(argv)
+    latencies = args.latency or list(LATENCIES)
+    started = time.monotonic()
+    runner, build_dir = tb_run.build("verilator", args.profile, WIDTH, waves=False, root=OUT)
+    env = {"MTE_PROFILE": args.profile, "MTE_BENCH_LATENCIES": ",".join(map(str, latencies)),
+           "MTE_BENCH_SWEEP": "1" if args.sweep else "0", "COCOTB_LOG_LEVEL": "WARNING",
+           "PYTHONWARNINGS": "ignore::DeprecationWarning"}
+    records = tb_run.run(runner, build_dir, ["bench"], env, waves=False,
+                         log_file=OUT / "sim.log", test_module="tb.bench.sim")
+    failed = tb_run.failed_tests(build_dir / "results.xml")
+    if not records:
+        print(f"the simulation reported nothing (see {OUT / 'sim.log'})")
+        return 1
+    cases = {c.name: c for c in suite.shapes(args.profile) + suite.sweep(args.profile)}
+    results = evaluate(records, cases)
+    shapes = [r for r in results if not r.size]
+    curves = sweep_curves([r for r in results if r.size])
+    peaks = half_peaks(curves)
+    text = report(shapes, curves, peaks, args.profile, latencies)
+    print(text)
+    (OUT / "bench.txt").write_text(text + "\n")
+    raw = {"profile": args.profile, "width": WIDTH, "latencies": latencies,
+           "goals": {"shape": SHAPE_GOAL, "mean": MEAN_GOAL},
+           "means": {str(lat): mean_efficiency(shapes, lat) for lat in latencies},
+           "results": [dict(vars(r), efficiency=r.efficiency) for r in results],
+           "half_peak": peaks}
+    (OUT / "bench.json").write_text(json.dumps(raw, indent=1) + "\n")
+    if curves:
+        plot(shapes, curves, peaks, latencies, OUT / "efficiency.png")
+    mismatches = [f for r in results for f in r.failures]
+    for failure in mismatches:
+        print(f"MISMATCH {failure}")
+    print(f"outputs: {OUT / 'bench.txt'}, {OUT / 'bench.json'}, {OUT / 'efficiency.png'}; "
+          f"{time.monotonic() - started:.0f} s; "
+          f"{'FAILED: ' + ', '.join(failed) if failed else 'RTL agrees with the model'}")
+    return 1 if failed or mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
