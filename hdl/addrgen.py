@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from model.isa import GM_ADDR_BITS, Opcode
 
 from .checker import COPY_KINDS, checked_copy_layout
-from .layouts import RowJob
+from .layouts import COPY_SEQ_BITS, AbortSignature, RowJob
 
 # A 40-bit address add is done in two halves on consecutive stages (walk, then output), so
 # no stage has a carry chain longer than this.
@@ -48,6 +48,11 @@ def _set_bases(m, bases, step, value):
         m.d.sync += bases[2].eq(value)
 
 
+def _next_step(at_end):
+    """How the row after one at these loop ends (n_burst, loop1, loop2) is reached."""
+    return Mux(at_end[0], Mux(at_end[1], Step.LOOP2, Step.LOOP1), Step.ROW)
+
+
 def _pick(step, choices):
     """choices[step] for step in ROW, LOOP1, LOOP2."""
     return Mux(step == Step.LOOP2, choices[2], Mux(step == Step.LOOP1, choices[1], choices[0]))
@@ -80,19 +85,18 @@ class AddressGenerator(wiring.Component):
     An empty copy (a count or len_burst of 0) emits no row; `done_empty` pulses the cycle
     after it was taken. `busy`: a taken copy still has rows to emit.
 
-    `abort` (a level or a pulse) cuts the copy whose row is next on `rows` short: unless
-    the row waiting on `rows` is already that copy's `last`, the next row generated is that
-    copy's final one, with `skip` and `last` set; the rest of its loop nest is not walked.
-    Rows already on `rows` are not changed, so a consumer must itself drop the rows of an
-    aborted copy that it has taken before `skip`; an abort while no copy is walked does
-    nothing.
+    `abort` cuts a copy short (a bus error downstream): if the copy it names is the one
+    being walked, the next row generated is that copy's final one, marked `last`, and the
+    rest of its loop nest is not walked. Rows already generated still go out, so the copy
+    ends after what is in flight; a request for a copy no longer walked does nothing.
 
     Pipeline: a walk stage (loop counters and the low halves of the addresses, incremental
     adds of the stride of the loop level that steps) and the output register (the high
-    halves, with the walk stage's carry). Latency: the first row is on `rows` two cycles
-    after its copy was taken. Throughput: one row per cycle, also from one copy to the
-    next (the next copy is taken in the cycle the last row is walked); an empty copy
-    costs one cycle.
+    halves, with the walk stage's carry). The first row needs no add: taking a copy puts
+    its first row in the output register and walks it, so the row is on `rows` one clock
+    edge after its copy was taken. A copy is taken once the previous one's last row is in
+    the output register and that register is free; throughput is one row per cycle, also
+    from one copy to the next; an empty copy costs one cycle.
     """
 
     def __init__(self, kind):
@@ -101,7 +105,7 @@ class AddressGenerator(wiring.Component):
         super().__init__({
             "copy": In(stream.Signature(checked_copy_layout(kind))),
             "rows": Out(stream.Signature(RowJob)),
-            "abort": In(1),
+            "abort": In(AbortSignature()),
             "done_empty": Out(1),
             "busy": Out(1),
         })
@@ -119,15 +123,16 @@ class AddressGenerator(wiring.Component):
         last_row = Signal()
         m.d.comb += last_row.eq(at_end[0] & at_end[1] & at_end[2])
 
-        # Abort the walked copy only if it is the one whose rows are being consumed.
+        # Copies are numbered as the datapath counts them: non-empty ones, from 0.
+        number = Signal(COPY_SEQ_BITS, init=-1 % 2 ** COPY_SEQ_BITS)
         aborted = Signal()
-        abort_now = aborted | (self.abort & ~(rows.valid & rows.payload.last))
+        abort_now = aborted | (self.abort.valid & (self.abort.copy == number))
         ending = last_row | abort_now
         with m.If(walking):
             m.d.sync += aborted.eq(abort_now)
 
         take = self.copy.valid & self.copy.ready
-        m.d.comb += [self.copy.ready.eq(~walking | (advance & ending)),
+        m.d.comb += [self.copy.ready.eq(~walking & advance),
                      self.busy.eq(walking | rows.valid)]
         m.d.sync += self.done_empty.eq(take & incoming.geom.empty)
 
@@ -135,13 +140,21 @@ class AddressGenerator(wiring.Component):
             m.d.sync += rows.valid.eq(walking)
         walk = Signal()
         m.d.comb += walk.eq(walking & advance)
-        next_step = Mux(at_end[0], Mux(at_end[1], Step.LOOP2, Step.LOOP1), Step.ROW)
+        next_step = _next_step(at_end)
+        # The incoming copy's first row, walked as it is taken.
+        first_at_end = [incoming.geom[name] == 1 for name in LOOP_COUNTS]
+        first_next = _next_step(first_at_end)
+        first_ending = first_at_end[0] & first_at_end[1] & first_at_end[2]
 
         for field, side in ROW_ADDRESSES[self.kind].items():
-            low, carry = self._walk_low(m, job, incoming.geom[side], side, take, walk, next_step)
-            high = self._output_high(m, job, side, walk, step, carry)
+            low, carry = self._walk_low(m, job, incoming.geom, side, take, walk, next_step,
+                                        first_next)
+            high = self._output_high(m, job, incoming.geom[side], side, take, walk, step,
+                                     carry)
             with m.If(walk):
                 m.d.sync += rows.payload[field].eq(Cat(low, high))
+            with m.If(take):
+                m.d.sync += rows.payload[field].eq(incoming.geom[side])
 
         with m.If(walk):
             m.d.sync += [
@@ -153,7 +166,6 @@ class AddressGenerator(wiring.Component):
                 rows.payload.sid.eq(job.sid),
                 rows.payload.cache.eq(job.cache),
                 rows.payload.last.eq(ending),
-                rows.payload.skip.eq(abort_now),
                 step.eq(next_step),
             ]
             with m.If(ending):
@@ -161,12 +173,31 @@ class AddressGenerator(wiring.Component):
             with m.Else():
                 self._count(m, job, counters, at_end, next_step)
 
+        with m.If(take & ~incoming.geom.empty):
+            m.d.sync += number.eq(number + 1)
         with m.If(take):
-            m.d.sync += [job.eq(incoming), pad8.eq(_pad8(m, incoming.pad_val, incoming.geom.es)),
-                         walking.eq(~incoming.geom.empty), aborted.eq(0), step.eq(Step.FIRST)]
-            for counter, flag, name in zip(counters, at_end, LOOP_COUNTS):
+            first_pad8 = _pad8(m, incoming.pad_val, incoming.geom.es)
+            m.d.sync += [
+                job.eq(incoming), pad8.eq(first_pad8),
+                walking.eq(~incoming.geom.empty & ~first_ending), aborted.eq(0),
+                step.eq(first_next),
+                rows.valid.eq(~incoming.geom.empty),
+                rows.payload.length.eq(incoming.geom.len_burst),
+                rows.payload.left.eq(incoming.geom.left_bytes),
+                rows.payload.extent.eq(incoming.geom.row_bytes),
+                rows.payload.select.eq(incoming.geom.select),
+                rows.payload.pad8.eq(first_pad8),
+                rows.payload.sid.eq(incoming.sid),
+                rows.payload.cache.eq(incoming.cache),
+                rows.payload.last.eq(first_ending),
+            ]
+            # The counters as after the first row: the level that steps has counted it.
+            for level, (counter, flag, name) in enumerate(zip(counters, at_end, LOOP_COUNTS)):
                 count = incoming.geom[name]
-                m.d.sync += [counter.eq(count - 1), flag.eq(count == 1)]
+                with m.If(first_next == level):
+                    m.d.sync += [counter.eq(count - 2), flag.eq(count == 2)]
+                with m.Else():
+                    m.d.sync += [counter.eq(count - 1), flag.eq(count == 1)]
         return m
 
     @staticmethod
@@ -181,35 +212,41 @@ class AddressGenerator(wiring.Component):
                 m.d.sync += [counter.eq(count - 1), flag.eq(count == 1)]
 
     @staticmethod
-    def _walk_low(m, job, start, side, take, walk, next_step):
+    def _walk_low(m, job, incoming, side, take, walk, next_step, first_next):
         """Walk stage, one side: the low ADDR_SPLIT bits of the row, loop1-start and
-        loop2-start pointers, and the carry of the last add for the output stage."""
+        loop2-start pointers, and the carry of the last add for the output stage. Taking a
+        copy walks its first row, from the copy's start."""
+        start = incoming[side]
         width = min(ADDR_SPLIT, len(start))
         bases = [Signal(width, name=f"{side}_low{i}") for i in range(3)]
         carry = Signal(name=f"{side}_carry")
         strides = [s[:width] for s in _strides(job.geom, side)]
         total = Signal(width + 1, name=f"{side}_low_sum")
         m.d.comb += total.eq(_pick(next_step, bases) + _pick(next_step, strides))
+        first_strides = [s[:width] for s in _strides(incoming, side)]
+        first_total = Signal(width + 1, name=f"{side}_low_first_sum")
+        m.d.comb += first_total.eq(start[:width] + _pick(first_next, first_strides))
         with m.If(walk):
             _set_bases(m, bases, next_step, total[:width])
             m.d.sync += carry.eq(total[width])
         with m.If(take):
             _set_bases(m, bases, Step.FIRST, start[:width])
+            _set_bases(m, bases, first_next, first_total[:width])
+            m.d.sync += carry.eq(first_total[width])
         return bases[0], carry
 
     @staticmethod
-    def _output_high(m, job, side, walk, step, carry):
+    def _output_high(m, job, start, side, take, walk, step, carry):
         """Output stage, one side: the high address bits of the walked row, from the
-        previous row's (or the copy's start for the first row) and the walk stage's carry."""
-        start = job.geom[side]
+        previous row's and the walk stage's carry (the copy's start for the first row,
+        which taking the copy outputs)."""
         width = len(start) - min(ADDR_SPLIT, len(start))
         bases = [Signal(width, name=f"{side}_high{i}") for i in range(3)]
         strides = [s[ADDR_SPLIT:len(start)] for s in _strides(job.geom, side)]
         high = Signal(width, name=f"{side}_high")
-        with m.If(step == Step.FIRST):
-            m.d.comb += high.eq(start[ADDR_SPLIT:])
-        with m.Else():
-            m.d.comb += high.eq(_pick(step, bases) + _pick(step, strides) + carry)
+        m.d.comb += high.eq(_pick(step, bases) + _pick(step, strides) + carry)
         with m.If(walk):
             _set_bases(m, bases, step, high)
+        with m.If(take):
+            _set_bases(m, bases, Step.FIRST, start[ADDR_SPLIT:])
         return high

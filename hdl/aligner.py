@@ -22,7 +22,7 @@ the merged word with no mux in front and which `dst.ready` only steps (see
 buffered_output).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -103,6 +103,39 @@ def _pick(choices, index):
     return choices[0]
 
 
+def register_stage(m, valid_in, value, take, name):
+    """One registered stage of a stream: it loads `value` and `valid_in` on every cycle it
+    is empty or its word is taken (`take`). Returns (valid, register, ready), `ready` being
+    whether it loads this cycle, i.e. whether it takes the word offered to it. Per-row
+    arithmetic computed into such stages, ahead of the row's use, stays off the paths
+    that decide a row's start."""
+    valid = Signal(name=f"{name}_valid")
+    reg = Signal(value.shape(), name=name)
+    ready = Signal(name=f"{name}_ready")
+    m.d.comb += ready.eq(~valid | take)
+    with m.If(ready):
+        m.d.sync += [valid.eq(valid_in), reg.eq(value)]
+    return valid, reg, ready
+
+
+def skid_stage(m, valid_in, value, take, name):
+    """A registered stage of a stream, like `register_stage`, whose `ready` is a register:
+    a word offered while the stage is full and not taken waits in a second (skid)
+    register, and `ready` is low while that one is full. So the upstream's handshake does
+    not wait on the downstream's decision, and words still pass at one per cycle."""
+    valid = Signal(name=f"{name}_valid")
+    reg = Signal(value.shape(), name=name)
+    skid_valid = Signal(name=f"{name}_skid_valid")
+    skid = Signal(value.shape(), name=f"{name}_skid")
+    ready = ~skid_valid
+    with m.If(~valid | take):
+        m.d.sync += [valid.eq(skid_valid | valid_in), reg.eq(Mux(skid_valid, skid, value)),
+                     skid_valid.eq(0)]
+    with m.Elif(ready):
+        m.d.sync += [skid_valid.eq(valid_in), skid.eq(value)]
+    return valid, reg, ready
+
+
 def buffered_output(m, out, word, put):
     """Drives stream `out` from a two-entry queue. `word` is taken on a cycle with `put`
     high, which may only be when the returned `room` is high; `room` depends on
@@ -151,15 +184,17 @@ class Aligner(wiring.Component):
     Throughput: a row costs max(input words, output words) cycles, with no cycle between
     rows, as long as `src` offers a word and `dst` takes one every cycle.
 
-    Latency, with L = ceil(log2(W) / 2) rotator stages: a row is set up on the edge that
-    takes it from `rows`, its first source word can be taken on the next edge, and a source
-    word taken on edge t reaches the queue on edge t + L; the output word that needs it is
-    on `dst` after edge t + L + 1. So on an idle aligner, a row taken on edge t has its
-    first output word on `dst` after edge t + L + 2 (t + L + 3 when dst_off < src_off and
-    the row spans two source words).
+    Latency, with L = ceil(log2(W) / 2) rotator stages: a row taken from `rows` on edge t
+    passes two set-up registers (its offsets' sums, then the merge's decisions) and is
+    set up on edge t + 2 at the earliest; its first source word can be taken on the next
+    edge, and a source word taken on edge u reaches the queue on edge u + L; the output
+    word that needs it is on `dst` after edge u + L + 1. So on an idle aligner, a row taken
+    on edge t has its first output word on `dst` after edge t + L + 4 (t + L + 5 when
+    dst_off < src_off and the row spans two source words). The set-up registers fill
+    while earlier rows run, so rows still follow each other with no gap.
 
-    `src.ready` depends only on registers and `rows.valid`; `rows.ready` on registers and
-    `src.valid`; `dst.ready` only steps the output queue (see buffered_output). No valid
+    `src.ready` and `rows.ready` depend only on registers (the first set-up register is a
+    `skid_stage`); `dst.ready` only steps the output queue (see buffered_output). No valid
     depends on a ready.
     """
 
@@ -194,27 +229,10 @@ class Aligner(wiring.Component):
         # --- Row set-up: every per-row constant, registered, so the word path only
         # compares counters. The next row is taken on the edge that takes this row's last
         # source word.
-        row = self.rows.payload
-        src_end = Signal(LEN_BITS + 1)
-        dst_end = Signal(LEN_BITS + 1)
-        m.d.comb += [
-            src_end.eq(row.src_off + row.length - 1),
-            dst_end.eq(row.dst_off + row.length - 1),
-        ]
         tag = Signal(tag_layout)
         have_row = Signal()
-        new_tag = Signal(tag_layout)
-        m.d.comb += [
-            new_tag.r.eq(row.dst_off - row.src_off),
-            new_tag.neg.eq(row.src_off > row.dst_off),
-            new_tag.lout.eq(dst_end[shift:]),
-            new_tag.tail.eq(new_tag.lout + new_tag.neg <= src_end[shift:]),
-            new_tag.dst_off.eq(row.dst_off),
-            new_tag.end_off.eq(dst_end[:shift]),
-            new_tag.single.eq(new_tag.lout == 0),
-            new_tag.uses0.eq(new_tag.neg & (~new_tag.single | new_tag.tail)),
-            new_tag.pops0.eq(Mux(new_tag.single, 1 + new_tag.uses0, new_tag.neg)),
-        ]
+        next_row = Signal()
+        setup_valid, setup = self._setup(m, tag_layout, index_bits, next_row)
 
         # --- Rotator: stage i holds its word rotated by amount bits [0, 2i + 2). All
         # stages move together; they hold only while the last one has a word the queue
@@ -248,14 +266,14 @@ class Aligner(wiring.Component):
         m.d.comb += [
             self.src.ready.eq(have_row & advance),
             src_take.eq(self.src.valid & self.src.ready),
-            self.rows.ready.eq(~have_row | (src_take & src_last)),
+            next_row.eq(~have_row | (src_take & src_last)),
         ]
-        with m.If(self.rows.ready):
+        with m.If(next_row):
             m.d.sync += [
-                have_row.eq(self.rows.valid),
-                tag.eq(new_tag),
-                src_left.eq(src_end[shift:]),
-                src_last.eq(src_end[shift:] == 0),
+                have_row.eq(setup_valid),
+                tag.eq(setup.tag),
+                src_left.eq(setup.src_left),
+                src_last.eq(setup.src_last),
             ]
         with m.Elif(src_take):
             m.d.sync += [
@@ -375,3 +393,52 @@ class Aligner(wiring.Component):
             room.eq(buffered_output(m, self.dst, word, emit)),
         ]
         return m
+
+    def _setup(self, m, tag_layout, index_bits, take):
+        """The two set-up registers in front of the row registers: the row's ends, then
+        its tag and source word count. Returns (valid, set-up) of the second; `take`: the
+        row registers load it."""
+        shift = self._shift
+        row = self.rows.payload
+        ends_layout = data.StructLayout({
+            "src_end": LEN_BITS + 1,    # last byte, from the first word's byte 0
+            "dst_end": LEN_BITS + 1,
+            "r": shift, "neg": 1, "dst_off": shift,
+        })
+        ends = Signal(ends_layout)
+        # Each end is one carry chain: the `- 1` goes into the narrow offset first.
+        src_off_m1 = Signal(signed(shift + 1))
+        dst_off_m1 = Signal(signed(shift + 1))
+        m.d.comb += [
+            src_off_m1.eq(row.src_off - 1),
+            dst_off_m1.eq(row.dst_off - 1),
+            ends.src_end.eq(row.length + src_off_m1),
+            ends.dst_end.eq(row.length + dst_off_m1),
+            ends.r.eq(row.dst_off - row.src_off),
+            ends.neg.eq(row.src_off > row.dst_off),
+            ends.dst_off.eq(row.dst_off),
+        ]
+        ends_take = Signal()
+        ends_valid, ends, ready = skid_stage(m, self.rows.valid, ends, ends_take, "row_ends")
+        m.d.comb += self.rows.ready.eq(ready)
+
+        setup = Signal(data.StructLayout({"tag": tag_layout, "src_left": index_bits,
+                                          "src_last": 1}))
+        tag, src_words_m1 = setup.tag, ends.src_end[shift:]
+        m.d.comb += [
+            tag.r.eq(ends.r),
+            tag.neg.eq(ends.neg),
+            tag.lout.eq(ends.dst_end[shift:]),
+            tag.tail.eq(tag.lout + tag.neg <= src_words_m1),
+            tag.dst_off.eq(ends.dst_off),
+            tag.end_off.eq(ends.dst_end[:shift]),
+            tag.single.eq(tag.lout == 0),
+            tag.uses0.eq(tag.neg & (~tag.single | tag.tail)),
+            tag.pops0.eq(Mux(tag.single, 1 + tag.uses0, tag.neg)),
+            setup.src_left.eq(src_words_m1),
+            setup.src_last.eq(src_words_m1 == 0),
+        ]
+        setup_valid, setup, ends_ready = register_stage(m, ends_valid, setup, take,
+                                                        "row_setup")
+        m.d.comb += ends_take.eq(ends_ready)
+        return setup_valid, setup

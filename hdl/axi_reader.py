@@ -2,12 +2,12 @@
 
 from amaranth.hdl import Module
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
 from .axi import AXI4ReadSignature, connect_address, resp_is_error
 from .legalizer import BurstIssuer, BurstSplitter, GmRow
+from .queue import BypassQueue
 
 
 def read_beat_layout(width_bytes):
@@ -33,7 +33,7 @@ class AxiReader(wiring.Component):
     at most `max_outstanding` bursts are on the bus at once, so up to that many memory
     latencies overlap. R words go into a small FIFO: RREADY is that FIFO's room (a
     register), `beats` comes from its output register, and it moves one word per cycle.
-    ARVALID for a row's first burst rises three clock edges after the edge that takes the
+    ARVALID for a row's first burst rises one clock edge after the edge that takes the
     row; an R word is valid on `beats` one edge after the edge that accepts it.
     """
 
@@ -61,7 +61,7 @@ class AxiReader(wiring.Component):
         # R words of one ID arrive in issue order, so the oldest unfinished burst is the
         # one each word belongs to.
         burst = issuer.resp.payload
-        words = m.submodules.words = SyncFIFOBuffered(width=self.beat_layout.size, depth=3)
+        words = m.submodules.words = BypassQueue(width=self.beat_layout.size, depth=3)
         word = data.View(self.beat_layout, words.w_data)
         accept = axi.rvalid & axi.rready
         m.d.comb += [

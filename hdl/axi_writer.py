@@ -2,13 +2,13 @@
 
 from amaranth.hdl import Module, Mux, Shape, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS, ErrorCode
 from .axi import AXI4WriteSignature, connect_address, resp_is_error
-from .layouts import Completion
+from .layouts import COPY_SEQ_BITS, AbortSignature, Completion
 from .legalizer import MAX_BEATS, BurstIssuer, BurstSplitter, GmRow
+from .queue import BypassQueue
 
 
 def write_beat_layout(width_bytes):
@@ -27,7 +27,8 @@ class AxiWriter(wiring.Component):
       done   Out stream of Completion, one per command, after the B response of its last
                  burst: BUS_ERROR with the first failing burst's first byte address if any
                  burst of the command got SLVERR or DECERR, else NONE with address 0
-      error  Out 1: a one-cycle pulse for each SLVERR or DECERR B response
+      abort  Out AbortSignature: a one-cycle request for each SLVERR or DECERR B response,
+                 naming its command (commands counted from 0 since reset)
 
     Rows become legal bursts (BurstSplitter), issued with AWID = sid, AWCACHE = cache; at
     most `max_outstanding` bursts await their B response. A burst's W words go out as soon
@@ -36,11 +37,11 @@ class AxiWriter(wiring.Component):
     deadlock them. W and B sit behind small FIFOs, so WVALID/WDATA come from registers and
     neither `beats.ready` nor BREADY waits on a ready from the other side. One word per
     cycle; a word is valid on W one clock edge after the edge that takes it from `beats`,
-    a Completion one edge after its B response is accepted, and `error` is high for the
+    a Completion one edge after its B response is accepted, and `abort` is valid for the
     cycle after that edge.
 
     Every row taken is written in full, and a command's Completion needs its `last` row:
-    to cut a command short after `error`, the producer marks the last row it still sends
+    to cut a command short after `abort`, the producer marks the last row it still sends
     as `last` and supplies that row's words.
     """
 
@@ -54,7 +55,7 @@ class AxiWriter(wiring.Component):
             "beats": In(stream.Signature(self.beat_layout)),
             "axi": Out(AXI4WriteSignature(GM_ADDR_BITS, 8 * width_bytes, id_width)),
             "done": Out(stream.Signature(Completion)),
-            "error": Out(1),
+            "abort": Out(AbortSignature()),
         })
 
     def elaborate(self, platform):
@@ -69,7 +70,7 @@ class AxiWriter(wiring.Component):
 
         # W: words are counted against the oldest burst whose data is not yet sent.
         w_layout = data.StructLayout({"beat": self.beat_layout, "last": 1})
-        w_fifo = m.submodules.w_fifo = SyncFIFOBuffered(width=w_layout.size, depth=3)
+        w_fifo = m.submodules.w_fifo = BypassQueue(width=w_layout.size, depth=3)
         w_in = data.View(w_layout, w_fifo.w_data)
         w_out = data.View(w_layout, w_fifo.r_data)
         sending = issuer.data
@@ -95,7 +96,7 @@ class AxiWriter(wiring.Component):
 
         # B: responses of one ID come in issue order, one per burst.
         burst = issuer.resp.payload
-        done_fifo = m.submodules.done_fifo = SyncFIFOBuffered(
+        done_fifo = m.submodules.done_fifo = BypassQueue(
             width=Shape.cast(Completion).width, depth=3)
         done = Completion(done_fifo.w_data)
         failed = Signal()                        # an earlier burst of this command failed
@@ -115,10 +116,11 @@ class AxiWriter(wiring.Component):
         with m.Elif(bad):
             m.d.comb += [done.error.eq(ErrorCode.BUS_ERROR), done.address.eq(burst.addr)]
 
-        m.d.sync += self.error.eq(accept & bad)
+        command = Signal(COPY_SEQ_BITS)          # the number of the command answered
+        m.d.sync += [self.abort.valid.eq(accept & bad), self.abort.copy.eq(command)]
         with m.If(accept):
             with m.If(burst.last):
-                m.d.sync += failed.eq(0)
+                m.d.sync += [failed.eq(0), command.eq(command + 1)]
             with m.Elif(bad & ~failed):
                 m.d.sync += [failed.eq(1), failed_addr.eq(burst.addr)]
         return m

@@ -3,7 +3,7 @@
 Equal to `model.rules.check_copy` and `model.rules.geometry` on every encodable input.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Const, Module, Mux, Shape, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -103,25 +103,55 @@ def _reg(m, value, name):
     return reg
 
 
-def _partial_products(m, a, b, name):
-    """a*b as registered partial products of at most MUL_BITS x MUL_BITS bits each,
-    shifted to their weights (their sum is a*b)."""
-    return [_reg(m, a[i:i + MUL_BITS] * b[j:j + MUL_BITS], f"{name}_{i}_{j}") << (i + j)
-            for i in range(0, len(a), MUL_BITS) for j in range(0, len(b), MUL_BITS)]
+def _capped(value, cap):
+    """(value mod 2^cap, value >= 2^cap)."""
+    value = Value.cast(value)
+    return value[:cap], value[cap:].any() if len(value) > cap else Const(0, 1)
 
 
-def _sum_tree(m, terms, name):
-    """Sums (value, stage) terms with one registered two-input add per level; a term joins
-    the tree at the stage its value is ready. Returns (sum, stage of the sum)."""
+def _partial_products(m, a, b, cap, stage, name):
+    """a*b, for registers a and b valid at `stage`, as partial products of at most
+    MUL_BITS x MUL_BITS bits each, in the form `_sum_tree` sums: ((value shifted to its
+    weight, flag), stage). Bits of weight 2^cap and up only set the flag, so a product
+    wholly above them needs no multiplier (it is ready at stage + 1). A multiplier gets
+    its operands from registers of its own and gives its product a register (ready at
+    stage + 2), so the block's routing in and out is not in series with its delay."""
+    terms = []
+    for i in range(0, len(a), MUL_BITS):
+        for j in range(0, len(b), MUL_BITS):
+            x, y, shift = a[i:i + MUL_BITS], b[j:j + MUL_BITS], i + j
+            if shift >= cap:
+                over = _reg(m, (x != 0) & (y != 0), f"{name}_{i}_{j}_over")
+                terms.append(((Const(0, 1), over), stage + 1))
+                continue
+            product = _reg(m, x, f"{name}_{i}_a") * _reg(m, y, f"{name}_{j}_b")
+            keep = cap - shift
+            value = _reg(m, product[:keep], f"{name}_{i}_{j}") << shift
+            over = (_reg(m, product[keep:].any(), f"{name}_{i}_{j}_over")
+                    if len(product) > keep else Const(0, 1))
+            terms.append(((value, over), stage + 2))
+    return terms
+
+
+def _sum_tree(m, terms, cap, name):
+    """Sums ((value, flag), stage) terms with one registered two-input add per level; a
+    term joins the tree at the stage its value is ready. Values are below 2^cap, and a
+    flag says the true term is 2^cap or more; sums are kept so too (enough for a range
+    check against a limit below 2^cap), so the tree is no wider than the ends it checks.
+    Returns (sum mod 2^cap, flag, stage of the sum)."""
     stage = min(s for _, s in terms)
     live, waiting = [], list(terms)
     while True:
         live += [v for v, s in waiting if s == stage]
         waiting = [(v, s) for v, s in waiting if s != stage]
         if len(live) == 1 and not waiting:
-            return live[0], stage
-        sums = [_reg(m, a + b, f"{name}_s{stage}_{k}")
-                for k, (a, b) in enumerate(zip(live[0::2], live[1::2]))]
+            return (*live[0], stage)
+        sums = []
+        for k, ((a, a_over), (b, b_over)) in enumerate(zip(live[0::2], live[1::2])):
+            total = _reg(m, a + b, f"{name}_s{stage}_{k}")
+            over = _reg(m, a_over | b_over, f"{name}_s{stage}_{k}_over")
+            value, carry = _capped(total, cap)
+            sums.append((value, over | carry))
         live = sums + live[2 * len(sums):]
         stage += 1
 
@@ -141,20 +171,23 @@ class CopyChecker(wiring.Component):
 
     One copy at a time: the request is held in a register and a free-running pipeline
     evaluates it; the result is valid `LATENCY[kind]` cycles after the request was accepted
-    (7 for MTE2/MTE3, 5 for UB->UB) and stays stable until taken. A new request is
-    accepted in the cycle the result is taken, so one copy per `latency` cycles. Holding
+    (8 for MTE2/MTE3, 6 for UB->UB) and stays stable until taken. A new request is
+    accepted from the cycle after the result is taken (`request.ready` is a register
+    compare, so it does not wait on the consumer's decision), so one copy per
+    `latency` + 1 cycles. Holding
     one copy needs no delay line for the ~400 request bits the result passes on, and a
     copy keeps its datapath busy for at least as long as it has rows.
 
     Stages (registers valid n cycles after the request was accepted): 1 element size,
-    counts - 1, count > 1, empty; 2 partial products of the range sums (18x18 bits, one
-    ECP5 multiplier each), the field rules (element size, padding, alignment), the MTE2
-    row footprint; 3 the stride rule; 3-4 the MTE2 row extent E; 2-6 (2-4 for UB->UB) one
-    adder level per stage summing each side's end (`_sum_tree`); 7 (5) the range and
-    overlap comparisons and the rule priority, into the error register.
+    counts - 1, count > 1, empty; 2 the multipliers' operands, the field rules (element
+    size, padding, alignment), the MTE2 row footprint; 3 partial products of the range
+    sums (18x18 bits, one ECP5 multiplier each), the stride rule; 3-4 the MTE2 row
+    extent E; 2-7 (2-5 for UB->UB) one adder level per stage summing each side's end
+    (`_sum_tree`, the sums kept to the width of the ends and an overflow flag); 8 (6) the
+    range and overlap comparisons and the rule priority, into the error register.
     """
 
-    LATENCY = {Opcode.COPY_GM_TO_UBUF: 7, Opcode.COPY_UBUF_TO_GM: 7, Opcode.COPY_UBUF_TO_UBUF: 5}
+    LATENCY = {Opcode.COPY_GM_TO_UBUF: 8, Opcode.COPY_UBUF_TO_GM: 8, Opcode.COPY_UBUF_TO_UBUF: 6}
 
     def __init__(self, kind, profile):
         assert kind in COPY_KINDS
@@ -202,12 +235,12 @@ class CopyChecker(wiring.Component):
         """`result` is valid from cycle `latency` after the accept until it is taken."""
         age = Signal(range(latency + 1))
         m.d.comb += [self.result.valid.eq(age == latency),
-                     self.request.ready.eq((age == 0) | (self.result.valid & self.result.ready))]
+                     self.request.ready.eq(age == 0)]
         with m.If((age != 0) & (age != latency)):
             m.d.sync += age.eq(age + 1)
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += age.eq(0)
-        with m.If(accept):
+        with m.Elif(accept):
             m.d.sync += age.eq(1)
 
     def _first_stage(self, m, accept, incoming):
@@ -287,8 +320,10 @@ class CopyChecker(wiring.Component):
         return {"footprint": footprint, "extent": extent[:EXTENT_BITS]}
 
     def _range_ends(self, m, derived, geom):
-        """One past the last source and destination byte, as (value, stage): base + the
-        offsets of the last row on each loop level + the row's bytes."""
+        """One past the last source and destination byte, as (value, over, stage): base +
+        the offsets of the last row on each loop level + the row's bytes, kept to the
+        width of the result's src_end / dst_end (`over`: it is wider)."""
+        layout = geometry_layout(self.kind)
         levels = [("n_burst_m1", "{}_stride")]
         if has_loops(self.kind):
             levels += [("loop1_count_m1", "loop1_{}"), ("loop2_count_m1", "loop2_{}")]
@@ -297,16 +332,17 @@ class CopyChecker(wiring.Component):
             row = geom["len_burst"] if side == "src" else geom["row_bytes"]
             # E (MTE2 destination rows with data_select) is ready at stage 4.
             row_stage = 4 if self.kind == Opcode.COPY_GM_TO_UBUF and side == "dst" else 1
-            terms = [(geom[side], 1), (row, row_stage)]
+            cap = Shape.cast(layout.members[f"{side}_end"]).width
+            terms = [(_capped(geom[side], cap), 1), (_capped(row, cap), row_stage)]
             for count, stride in levels:
-                terms += [(pp, 2) for pp in _partial_products(
-                    m, derived[count], geom[stride.format(side)], f"{side}_{count}")]
-            ends[side] = _sum_tree(m, terms, f"{side}_end")
+                terms += _partial_products(m, derived[count], geom[stride.format(side)], cap,
+                                           1, f"{side}_{count}")
+            ends[side] = _sum_tree(m, terms, cap, f"{side}_end")
         return ends
 
     def _rules(self, m, held, derived, geom, ends):
         """{ErrorCode: (condition, stage it is ready)} for every rule of this kind."""
-        end_stage = max(stage for _, stage in ends.values())
+        end_stage = max(stage for _, _, stage in ends.values())
         flags = {ErrorCode.TYPE_UNSUPPORTED: (~derived["supported"], 1)}
         if has_loops(self.kind):
             flags.update(self._mte_rules(m, held, derived, geom, ends, end_stage))
@@ -319,11 +355,12 @@ class CopyChecker(wiring.Component):
         nonempty = ~derived["empty"]
         src_end, dst_end = ends["src"][0], ends["dst"][0]
         misaligned = self._misaligned(geom["src"]) | self._misaligned(geom["dst"])
+        beyond = self._beyond(ends["src"], ub_size) | self._beyond(ends["dst"], ub_size)
         return {
             ErrorCode.UB_MISALIGNED: (_reg(m, misaligned, "misaligned"), 2),
-            ErrorCode.UB_RANGE: (nonempty & ((src_end > ub_size) | (dst_end > ub_size)),
-                                 end_stage),
-            # Spans [start, end) of source and destination intersect.
+            ErrorCode.UB_RANGE: (nonempty & beyond, end_stage),
+            # Spans [start, end) of source and destination intersect (UB_RANGE, which
+            # takes precedence, covers ends beyond their width).
             ErrorCode.UB_OVERLAP: (nonempty & (geom["src"] < dst_end) & (geom["dst"] < src_end),
                                    end_stage),
         }
@@ -360,9 +397,17 @@ class CopyChecker(wiring.Component):
         flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), ub_row_stage + 1)
 
         nonempty = ~derived["empty"]
-        flags[ErrorCode.UB_RANGE] = (nonempty & (ends[ub][0] > self.profile.ub_size), end_stage)
-        flags[ErrorCode.GM_RANGE] = (nonempty & (ends[gm][0] > (1 << GM_ADDR_BITS)), end_stage)
+        flags[ErrorCode.UB_RANGE] = (nonempty & self._beyond(ends[ub], self.profile.ub_size),
+                                     end_stage)
+        flags[ErrorCode.GM_RANGE] = (nonempty & self._beyond(ends[gm], 1 << GM_ADDR_BITS),
+                                     end_stage)
         return flags
+
+    @staticmethod
+    def _beyond(end, limit):
+        """An end from `_range_ends` is past `limit` (below 2^cap)."""
+        value, over, _ = end
+        return over | (value > limit)
 
     @staticmethod
     def _misaligned(value):

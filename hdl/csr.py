@@ -1,9 +1,13 @@
 """The CSR front end: an AXI4-Lite slave through which a CPU drives the engine.
 
 The registers are those of `hdl.regmap`. One write and one read are handled at a time;
-a read takes two cycles (address, then data) so that UB_DATA can read the UB's
-synchronous port like any other register. A write to CMD waits (AWREADY/WREADY low)
-while the command FIFO is full, so no command word is ever lost.
+a read takes three cycles (address, the UB request, then data) so that UB_DATA can read
+the UB's synchronous port like any other register. A write to CMD waits (AWREADY/WREADY
+low) while the command FIFO is full, so no command word is ever lost.
+
+What reaches the engine is registered: the UB window's requests (`ub` is driven from
+registers, a cycle after the AXI handshake), `clear_errors`, and the done / error terms
+of the interrupt, so no AXI input reaches the UB's block RAMs or the pipes in one cycle.
 """
 
 from amaranth.hdl import Cat, Const, Module, Signal, Value
@@ -49,9 +53,10 @@ class CsrFrontEnd(wiring.Component):
       cmd           Out stream of 32-bit command words, to the engine
       status_mte2, status_mte3, status_v   In StatusSignature, from the engine
       engine_idle   In  1
-      clear_errors  Out 1: a one-cycle pulse when IRQ_STATUS.error is written with 1
-      ub            Out UbTestSignature(W): the UB_ADDR / UB_DATA window
-      irq           Out 1: the level interrupt
+      clear_errors  Out 1: a one-cycle pulse, the cycle after IRQ_STATUS.error is written
+                        with 1
+      ub            Out UbTestSignature(W), from registers: the UB_ADDR / UB_DATA window
+      irq           Out 1: the level interrupt, from the idle and error state a cycle ago
     """
 
     def __init__(self, width_bytes, ub_size):
@@ -80,13 +85,16 @@ class CsrFrontEnd(wiring.Component):
         irq_enable = Signal(2)
         done = Signal()
         any_error = Signal()
-        m.d.comb += [
+        m.d.sync += [
             done.eq(self.engine_idle & (fifo.level == 0)),
             any_error.eq(Cat(Value.cast(getattr(self, status_port(p)).error) != ErrorCode.NONE
                              for p in regmap.PIPES).any()),
-            self.irq.eq((irq_enable[0] & done) | (irq_enable[1] & any_error)),
         ]
+        m.d.comb += self.irq.eq((irq_enable[0] & done) | (irq_enable[1] & any_error))
 
+        # The UB window's request, registered: the handshakes below set it for one cycle.
+        ub = self.ub
+        m.d.sync += [ub.we.eq(0), ub.re.eq(0)]
         write_accepted = self._write_channel(m, fifo, ub_addr, irq_enable)
         self._read_channel(m, write_accepted, ub_addr, self._read_values(
             fifo, irq_enable, done, any_error, ub_addr))
@@ -105,6 +113,7 @@ class CsrFrontEnd(wiring.Component):
         bvalid = Signal()
         m.d.comb += [offset.eq(axil.awaddr & ~3), axil.bvalid.eq(bvalid),
                      axil.bresp.eq(Resp.OKAY)]
+        m.d.sync += self.clear_errors.eq(0)
         to_cmd = offset == regmap.BY_NAME["CMD"].offset
         accepted = Signal()
         m.d.comb += accepted.eq(axil.awvalid & axil.wvalid & ~bvalid & (~to_cmd | fifo.w_rdy))
@@ -122,17 +131,17 @@ class CsrFrontEnd(wiring.Component):
                     m.d.sync += irq_enable.eq(axil.wdata[:2])
                 with m.Case(regmap.BY_NAME["IRQ_STATUS"].offset):
                     error_bit = regmap.BY_NAME["IRQ_STATUS"].field("error").lsb
-                    m.d.comb += self.clear_errors.eq(axil.wdata[error_bit])
+                    m.d.sync += self.clear_errors.eq(axil.wdata[error_bit])
                 with m.Case(regmap.BY_NAME["UB_ADDR"].offset):
                     m.d.sync += ub_addr.eq(axil.wdata & ~3)
                 with m.Case(regmap.BY_NAME["UB_DATA"].offset):
-                    m.d.comb += [
+                    m.d.sync += [
                         self.ub.addr.eq(self._ub_word(ub_addr)),
                         self.ub.wdata.eq(Cat(axil.wdata for _ in range(lanes))),
                         self.ub.wstrb.eq(axil.wstrb << (self._ub_lane(ub_addr) * 4)),
                         self.ub.we.eq(1),
+                        ub_addr.eq(ub_addr + 4),
                     ]
-                    m.d.sync += ub_addr.eq(ub_addr + 4)
         return accepted
 
     def _read_values(self, fifo, irq_enable, done, any_error, ub_addr):
@@ -163,28 +172,32 @@ class CsrFrontEnd(wiring.Component):
         axil = self.axil
         rvalid = Signal()
         rdata = Signal(DATA_BITS)
-        pending = Signal()                       # address taken, data next cycle
+        requested = Signal()                     # address taken, the UB reads next cycle
+        pending = Signal()                       # the UB has read, data next cycle
         pending_offset = Signal(regmap.ADDR_BITS)
         pending_lane = Signal(range(max(self.width_bytes // 4, 2)))
         m.d.comb += [axil.rvalid.eq(rvalid), axil.rdata.eq(rdata), axil.rresp.eq(Resp.OKAY)]
         with m.If(rvalid & axil.rready):
             m.d.sync += rvalid.eq(0)
 
-        # A read waits for a cycle without a write, so the two never share the UB window.
+        # A read waits for a cycle without a write, so the two never share the UB window
+        # (both requests are registered alike, so they stay a cycle apart).
         accepted = Signal()
-        m.d.comb += [accepted.eq(axil.arvalid & ~rvalid & ~pending & ~write_accepted),
+        m.d.comb += [accepted.eq(axil.arvalid & ~rvalid & ~requested & ~pending
+                                 & ~write_accepted),
                      axil.arready.eq(accepted)]
         ub_data = regmap.BY_NAME["UB_DATA"].offset
+        m.d.sync += [requested.eq(accepted), pending.eq(requested)]
         with m.If(accepted):
             offset = axil.araddr & ~3
-            m.d.sync += [pending.eq(1), pending_offset.eq(offset),
+            m.d.sync += [pending_offset.eq(offset),
                          pending_lane.eq(self._ub_lane(ub_addr))]
             with m.If(offset == ub_data):
-                m.d.comb += [self.ub.addr.eq(self._ub_word(ub_addr)), self.ub.re.eq(1)]
-                m.d.sync += ub_addr.eq(ub_addr + 4)
+                m.d.sync += [self.ub.addr.eq(self._ub_word(ub_addr)), self.ub.re.eq(1),
+                             ub_addr.eq(ub_addr + 4)]
 
         with m.If(pending):
-            m.d.sync += [pending.eq(0), rvalid.eq(1)]
+            m.d.sync += rvalid.eq(1)
             with m.Switch(pending_offset):
                 for offset, value in values.items():
                     with m.Case(offset):

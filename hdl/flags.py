@@ -23,7 +23,7 @@ class FlagSetSignature(wiring.Signature):
 class FlagWaitSignature(wiring.Signature):
     """A pipe's wait_flag port (Out from the pipe): `valid` is held until `granted`.
     `pipe` is the flag's other side (its src_pipe), `event` its event id. `granted` is high
-    for one cycle, the cycle the flag is consumed; the pipe drops `valid` after it."""
+    for one cycle, the cycle after the flag was consumed; the pipe drops `valid` after it."""
     def __init__(self):
         super().__init__({
             "valid": Out(1),
@@ -41,16 +41,24 @@ class EventFlags(wiring.Component):
     """One counter per (src pipe, dst pipe, event id), src and dst among MTE2, MTE3, V.
 
     `set_<src>` with (dst, event) adds one to counter (src, dst, event); `wait_<dst>` with
-    (src, event) is granted on a cycle where counter (src, dst, event) is non-zero and
-    takes one off it. A set and a grant of the same counter in one cycle cancel out; a
-    wait on a counter that is zero is granted at the earliest the cycle after the set.
+    (src, event) is granted when counter (src, dst, event) is non-zero and takes one off
+    it. A set and a grant of the same counter in one cycle cancel out.
+
+    Timing: both sides are registered, so neither the pipes' command decoding nor the
+    counters' lookup reaches across the engine in one cycle. A set is taken into a
+    register and counts on the next edge; a wait is decided on a cycle it is valid and its
+    counter is non-zero (the flag is consumed on that edge), and `granted` is a register,
+    high the next cycle, during which the same waiter is not decided again. So a wait on a
+    counter that is zero is granted at the earliest two cycles after its set, and a pipe's
+    successive waits at most every other cycle.
 
     Each counter holds up to `depth` outstanding sets (default 7, three bits): a correctly
     synchronised program sets a flag again only after the matching wait, or keeps a few
     (double or triple buffering) in flight. A set beyond `depth` is lost (saturation).
 
     A flag whose other side is Pipe.EXTERNAL (a pipe this engine does not have) does
-    nothing: such a set changes no counter and such a wait is granted at once.
+    nothing: such a set changes no counter and such a wait is granted at once (the next
+    cycle, as any grant).
     """
 
     def __init__(self, depth=7):
@@ -63,24 +71,32 @@ class EventFlags(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        for src in ENGINE_PIPES:
-            setter = getattr(self, _port_name("set", src))
-            for dst in ENGINE_PIPES:
-                waiter = getattr(self, _port_name("wait", dst))
+        sets = {src: self._registered_set(m, src) for src in ENGINE_PIPES}
+        for dst in ENGINE_PIPES:
+            waiter = getattr(self, _port_name("wait", dst))
+            # `granted` is this register; it also keeps the waiter, which still shows the
+            # consumed wait, from being decided twice.
+            decide = waiter.valid & ~waiter.granted
+            grant = decide & (waiter.pipe == Pipe.EXTERNAL)
+            for src, setter in sets.items():
                 for event in range(1 << EVENT_ID_BITS):
                     count = Signal(range(self.depth + 1),
                                    name=f"flag_{src.name}_{dst.name}_{event}")
                     inc = setter.valid & (setter.pipe == dst) & (setter.event == event)
-                    dec = (waiter.valid & (waiter.pipe == src) & (waiter.event == event)
+                    dec = (decide & (waiter.pipe == src) & (waiter.event == event)
                            & (count != 0))
-                    with m.If(dec):
-                        m.d.comb += waiter.granted.eq(1)
+                    grant |= dec
                     with m.If(inc & ~dec & (count != self.depth)):
                         m.d.sync += count.eq(count + 1)
                     with m.Elif(dec & ~inc):
                         m.d.sync += count.eq(count - 1)
-        for dst in ENGINE_PIPES:
-            waiter = getattr(self, _port_name("wait", dst))
-            with m.If(waiter.valid & (waiter.pipe == Pipe.EXTERNAL)):
-                m.d.comb += waiter.granted.eq(1)
+            m.d.sync += waiter.granted.eq(grant)
         return m
+
+    def _registered_set(self, m, src):
+        """The set port of `src`, one cycle later."""
+        setter = getattr(self, _port_name("set", src))
+        held = FlagSetSignature().create(path=(f"set_{src.name.lower()}_held",))
+        m.d.sync += [held.valid.eq(setter.valid), held.pipe.eq(setter.pipe),
+                     held.event.eq(setter.event)]
+        return held

@@ -33,6 +33,7 @@ from .mte2 import Mte2Datapath
 from .mte3 import Mte3Datapath
 from .pipe import PipeController
 from .top import AXI_ID_BITS
+from .ub import UnifiedBuffer
 from .ubcopy import UbCopyDatapath
 
 DEVICE = ["--85k", "--package", "CABGA381"]
@@ -40,7 +41,7 @@ GOAL_MHZ = 125
 DP16KD_AVAILABLE = 208          # LFE5U-85F
 # DP16KD shapes, depth x data bits (the x9/x18/x36 shapes' ninth bits are parity)
 DP16KD_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 8), (1024, 16), (512, 32))
-INTERNAL = ("rows", "done")     # the ports between a pipe controller and its datapath
+INTERNAL = ("rows", "done", "abort")    # the ports between a pipe controller and its datapath
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class PipeUnit(wiring.Component):
         m.submodules.datapath = datapath = self.datapath
         wiring.connect(m, controller.rows, datapath.rows)
         wiring.connect(m, datapath.done, controller.done)
+        if "abort" in datapath.signature.members:
+            wiring.connect(m, datapath.abort, controller.abort)
         for part in (controller, datapath):
             for name, member in part.signature.members.items():
                 if name not in INTERNAL:
@@ -102,7 +105,7 @@ def _expose(m, outer, inner, member):
         m.d.comb += outer.eq(inner)
 
 
-BUILDS = ("mte2", "mte3", "v", "total")
+BUILDS = ("mte2", "mte3", "v", "ub", "total")
 
 
 def builds(profile, width_bytes, max_outstanding):
@@ -113,6 +116,7 @@ def builds(profile, width_bytes, max_outstanding):
         "mte2": ("mte2_unit", unit(Pipe.MTE2)),
         "mte3": ("mte3_unit", unit(Pipe.MTE3)),
         "v": ("v_unit", unit(Pipe.V)),
+        "ub": ("ub_unit", lambda: UnifiedBuffer(width_bytes, PROFILES[profile].ub_size)),
         "total": ("mte_dma_fpga", lambda: MteDmaFpga(profile, width_bytes, max_outstanding)),
     }
 
@@ -244,7 +248,7 @@ def table(results, profile, width_bytes, freq):
     lines = [f"ECP5 LFE5U-85F CABGA381, default speed grade, out of context, "
              f"--freq {freq:g}; profile {profile}, W = {width_bytes} bytes",
              "mte2, mte3, v: one pipe's controller and datapath (no UB, no CSR); "
-             "total: MteDmaFpga",
+             "ub: the UB alone; total: MteDmaFpga",
              _row("build", [name for name, _ in COLUMNS])]
     lines.append("-" * len(lines[-1]))
     for r in results:

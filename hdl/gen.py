@@ -1,4 +1,6 @@
-"""Writes the engine as Verilog: `python -m hdl.gen --profile a5 --width 32 -o FILE`."""
+"""Writes the engine as Verilog: `python -m hdl.gen --profile a5 --width 32 -o FILE`.
+
+`--top fpga` writes the FPGA top instead (`MteDmaFpga`, module `mte_dma_fpga`)."""
 
 import argparse
 from pathlib import Path
@@ -7,9 +9,11 @@ from amaranth.back import verilog
 
 from model.isa import DEFAULT_PROFILE, PROFILES
 
+from .fpga_top import MteDmaFpga
 from .top import MteDma
 
 MODULE_NAME = "mte_dma"
+TOPS = {"sim": (MteDma, MODULE_NAME), "fpga": (MteDmaFpga, "mte_dma_fpga")}
 
 
 def main(argv=None):
@@ -18,10 +22,13 @@ def main(argv=None):
     parser.add_argument("--width", type=int, default=32, help="bus and UB word bytes")
     parser.add_argument("--max-outstanding", type=int, default=8,
                         help="AXI bursts in flight per direction")
+    parser.add_argument("--top", choices=sorted(TOPS), default="sim",
+                        help="sim: the engine with its test ports; fpga: behind the CSR")
     parser.add_argument("-o", "--output", type=Path, required=True)
     args = parser.parse_args(argv)
-    top = MteDma(args.profile, args.width, args.max_outstanding)
-    text = verilog.convert(top, name=MODULE_NAME, emit_src=False)
+    component, name = TOPS[args.top]
+    top = component(args.profile, args.width, args.max_outstanding)
+    text = verilog.convert(top, name=name, emit_src=False)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)
 

@@ -22,7 +22,8 @@ class CommandIntake(wiring.Component):
     (saturating), and the next word is taken as a first word again.
 
     `commands.payload.index` numbers the commands of the stream from 0 since reset;
-    dropped words take no number.
+    dropped words take no number. `busy`: part of a command has come in, or a whole one
+    waits on `commands`; so an engine that has the first words of a command is not idle.
 
     Throughput: one word per cycle, also across commands. Latency: a command is valid the
     cycle after its last word was accepted. `commands.payload` is a register and stays
@@ -31,6 +32,7 @@ class CommandIntake(wiring.Component):
     words: In(stream.Signature(WORD_BITS))
     commands: Out(stream.Signature(CommandEntry))
     bad_opcodes: Out(BAD_OPCODE_BITS)
+    busy: Out(1)
 
     def elaborate(self, platform):
         m = Module()
@@ -41,7 +43,8 @@ class CommandIntake(wiring.Component):
         next_index = Signal(CMD_INDEX_BITS)
         size = self._word_count(m, word)
 
-        m.d.comb += self.words.ready.eq(~out.valid | out.ready)
+        m.d.comb += [self.words.ready.eq(~out.valid | out.ready),
+                     self.busy.eq(out.valid | (pending != 0))]
         with m.If(out.valid & out.ready):
             m.d.sync += out.valid.eq(0)
 

@@ -16,6 +16,9 @@ LEFT_BITS = PAD_MAX_BYTES.bit_length()
 SID_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("sid").width
 CACHE_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("l2_cache_ctl").width
 CMD_INDEX_BITS = 24                  # position of a command in the stream since reset
+COPY_SEQ_BITS = 8                    # numbers a pipe's non-empty copies, modulo 256: more
+                                     # than a pipe ever has between its address generator
+                                     # and its bus responses (pipe.IN_FLIGHT_DEPTH)
 
 
 class RowJob(data.Struct):
@@ -29,8 +32,6 @@ class RowJob(data.Struct):
     `gm_addr`; left = 0, extent = length, select = 0.
     `pad8` is the pad pattern for 8 bytes of UB starting at an 8-byte-aligned address:
     byte i is byte (i mod es) of pad_val, so replicating it fills any aligned word.
-    `skip`: the copy was aborted (a bus error downstream); consumers drop the row but still
-    act on its `last`.
     """
     gm_addr: GM_ADDR_BITS
     ub_addr: UB_ADDR_BITS
@@ -42,7 +43,17 @@ class RowJob(data.Struct):
     sid: SID_BITS
     cache: CACHE_BITS
     last: 1             # last row of its command
-    skip: 1             # aborted copy: drop this row, keep its `last`
+
+
+class AbortSignature(wiring.Signature):
+    """A datapath asks its address generator to cut a copy short (Out from the datapath).
+
+    `valid` for one cycle per bus error; `copy` is the number of the failing copy among the
+    pipe's non-empty copies since reset (modulo 2^COPY_SEQ_BITS), counted by the datapath
+    as the copies whose last row it has finished with. The address generator stops walking
+    that copy if it still is, and otherwise ignores the request."""
+    def __init__(self):
+        super().__init__({"valid": Out(1), "copy": Out(COPY_SEQ_BITS)})
 
 
 class Completion(data.Struct):

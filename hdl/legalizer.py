@@ -4,15 +4,15 @@ AXI4 forbids a burst to cross a 4 KiB boundary or to exceed 256 beats. Rows here
 byte-exact and may start anywhere; beats are W-aligned words of the bus.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import C, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
 from .axi import AXI4AddressSignature, BurstType
 from .layouts import CACHE_BITS, LEN_BITS, SID_BITS
+from .queue import BypassQueue
 
 PAGE_BYTES = 4096
 MAX_BEATS = 256
@@ -62,11 +62,12 @@ class BurstSplitter(wiring.Component):
 
     Ports:
       rows    In  stream of GmRow
-      bursts  Out stream of Burst (registered)
+      bursts  Out stream of Burst
 
-    A row's first burst is valid one clock edge after the edge that takes the row; then one
-    burst per cycle, and the next row is taken on the edge that registers its predecessor's
-    last burst, so bursts follow each other without a gap across rows. `rows.ready` depends
+    A row's first burst is offered in the cycle the row is (worked out from `rows.payload`
+    without a register, so a copy's first address is not delayed), and the row is taken
+    with it; the row's further bursts come from registers, one per cycle, and the next
+    row's first burst follows its predecessor's last without a gap. `rows.ready` depends
     only on registers and `bursts.ready`.
 
     Every burst but a row's last one ends on the grid, so all of them after the first start
@@ -86,66 +87,72 @@ class BurstSplitter(wiring.Component):
         grid = split_grid(self._width)
         grid_bits = grid.bit_length() - 1
         shift = self._shift
+        grid_words = grid >> shift
+        new = self.rows.payload
 
+        # The rest of the row being split once its first burst has gone (`active`): it
+        # starts on the grid, and where it ends is counted from the start of the current
+        # grid cell, in bytes and in words (rounded up), so moving on to the next cell
+        # only decrements upper bits and each burst takes one subtraction.
         active = Signal()
         cell = Signal(GM_ADDR_BITS - grid_bits)
-        offset = Signal(grid_bits)
-        # Where the row ends, counted from the start of the current grid cell, in bytes and
-        # in words (rounded up), and whether that is within the cell: moving on to the next
-        # cell only decrements upper bits, and each burst takes one subtraction.
         end = Signal(LEN_BITS + 1)
         end_words = Signal(LEN_BITS + 1 - shift)
         fits = Signal()             # the rest of the row is this burst
-        first = Signal()
         row = Signal(GmRow)         # sid, cache and last of the row being split
 
-        out = self.bursts
-        advance = Signal()
+        # A new row's first burst, from the row itself: its sums are independent adds, so
+        # the path from `rows.payload` to `bursts.payload` is one carry chain and a mux.
+        offset = new.addr[:grid_bits]
+        new_end = Signal.like(end)
+        new_end_words = Signal.like(end_words)
+        first_fits = Signal()
+        first_beats = Signal.like(self.bursts.payload.beats)
         m.d.comb += [
-            advance.eq(active & (~out.valid | out.ready)),
-            self.rows.ready.eq(~active | (advance & fits)),
+            new_end.eq(offset + new.length),
+            new_end_words.eq((offset + new.length + self._width - 1) >> shift),
+            first_fits.eq(new_end <= grid),
+            first_beats.eq(Mux(first_fits,
+                               (offset[:shift] + new.length + self._width - 1) >> shift,
+                               grid_words - offset[shift:])),
         ]
 
-        with m.If(advance):
-            m.d.sync += [
-                out.valid.eq(1),
-                out.payload.addr.eq(Cat(offset, cell)),
-                out.payload.length.eq(Mux(fits, end, grid) - offset),
-                out.payload.beats.eq(Mux(fits, end_words, grid >> shift) - offset[shift:]),
-                out.payload.first.eq(first),
-                out.payload.last_of_row.eq(fits),
-                out.payload.last.eq(fits & row.last),
-                out.payload.sid.eq(row.sid),
-                out.payload.cache.eq(row.cache),
-                first.eq(0),
-            ]
-            with m.If(fits):
+        out = self.bursts
+        last = Mux(active, row.last, new.last)
+        now_fits = Mux(active, fits, first_fits)
+        m.d.comb += [
+            out.valid.eq(active | self.rows.valid),
+            out.payload.addr.eq(Mux(active, Cat(C(0, grid_bits), cell), new.addr)),
+            out.payload.length.eq(Mux(active, Mux(fits, end, grid),
+                                      Mux(first_fits, new.length, grid - offset))),
+            out.payload.beats.eq(Mux(active, Mux(fits, end_words, grid_words), first_beats)),
+            out.payload.first.eq(~active),
+            out.payload.last_of_row.eq(now_fits),
+            out.payload.last.eq(now_fits & last),
+            out.payload.sid.eq(Mux(active, row.sid, new.sid)),
+            out.payload.cache.eq(Mux(active, row.cache, new.cache)),
+            self.rows.ready.eq(~active & out.ready),
+        ]
+
+        with m.If(out.valid & out.ready):
+            with m.If(now_fits):
                 m.d.sync += active.eq(0)
-            with m.Else():
+            with m.Elif(active):
                 m.d.sync += [
                     cell.eq(cell + 1),
-                    offset.eq(0),
                     end.eq(end - grid),
-                    end_words.eq(end_words - (grid >> shift)),
+                    end_words.eq(end_words - grid_words),
                     fits.eq(end <= 2 * grid),
                 ]
-        with m.Elif(out.ready):
-            m.d.sync += out.valid.eq(0)
-
-        new_offset = self.rows.payload.addr[:grid_bits]
-        new_end = Signal.like(end)
-        m.d.comb += new_end.eq(new_offset + self.rows.payload.length)
-        with m.If(self.rows.valid & self.rows.ready):
-            m.d.sync += [
-                active.eq(1),
-                offset.eq(new_offset),
-                cell.eq(self.rows.payload.addr[grid_bits:]),
-                end.eq(new_end),
-                end_words.eq((new_offset + self.rows.payload.length + self._width - 1) >> shift),
-                fits.eq(new_end <= grid),
-                first.eq(1),
-                row.eq(self.rows.payload),
-            ]
+            with m.Else():
+                m.d.sync += [
+                    active.eq(1),
+                    cell.eq(new.addr[grid_bits:] + 1),
+                    end.eq(new_end - grid),
+                    end_words.eq(new_end_words - grid_words),
+                    fits.eq(new_end <= 2 * grid),
+                    row.eq(new),
+                ]
         return m
 
 
@@ -164,8 +171,8 @@ class BurstIssuer(wiring.Component):
     At most `max_outstanding` bursts are unfinished, counted from the moment a burst is
     taken, so at most that many are on the bus. Bursts of one ID complete in order; a burst
     with another ID waits until every earlier burst has finished, so responses never come
-    back out of order. One burst per cycle while neither limit binds; AxVALID rises two
-    clock edges after the edge that takes a burst. `bursts.ready` depends only on registers
+    back out of order. One burst per cycle while neither limit binds; AxVALID rises one
+    clock edge after the edge that takes a burst. `bursts.ready` depends only on registers
     and the offered burst's sid. AxLOCK, AxPROT and AxQOS stay 0 (normal, secure,
     unprivileged data access without a QoS hint).
     """
@@ -206,7 +213,7 @@ class BurstIssuer(wiring.Component):
         # from registers and `bursts.ready` does not wait on AxREADY.
         a_layout = data.StructLayout({
             "id": self._id_width, "addr": GM_ADDR_BITS, "len": 8, "cache": CACHE_BITS})
-        a_fifo = m.submodules.a_fifo = SyncFIFOBuffered(width=a_layout.size, depth=3)
+        a_fifo = m.submodules.a_fifo = BypassQueue(width=a_layout.size, depth=3)
         a_in = data.View(a_layout, a_fifo.w_data)
         a_out = data.View(a_layout, a_fifo.r_data)
 

@@ -2,7 +2,6 @@
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS, ErrorCode
@@ -11,13 +10,14 @@ from .aligner import Aligner
 from .axi import AXI4ReadSignature
 from .axi_reader import AxiReader
 from .completions import WriteCompletions
-from .layouts import Completion, RowJob, UbWriteSignature
+from .layouts import COPY_SEQ_BITS, AbortSignature, Completion, RowJob, UbWriteSignature
 from .legalizer import GmRow
 from .pad import PadInserter, PadRow
+from .queue import BypassQueue
 from .rowfork import RowFork
 
 ROW_QUEUE = 4       # rows the AXI reader may be handed ahead of the data
-DATA_QUEUE = 16     # rows between the AXI read and the aligner / pad stage: bursts in flight
+DATA_SLACK = 8      # rows past the bus: in the reader's word queue, aligner and pad stage
 RESULT_QUEUE = 8    # commands whose last beat was read but whose last word is not yet written
 
 
@@ -37,11 +37,14 @@ class Mte2Datapath(wiring.Component):
       done  Out stream of Completion: one per command, once the word that ends its last
             row is written to UB; BUS_ERROR with the err_addr of the command's first
             failing beat, if any
+      abort Out AbortSignature: a failing beat cuts its copy short
 
     A row's data lands at UB byte ub_addr + left, so the aligner moves it from byte
     gm_addr % W of the read words to byte (ub_addr + left) % W. A failing burst's words
     still flow (with whatever data the bus returned), so every row ends and the command's
-    completion comes in order; only the failing copy's own destination is affected.
+    completion comes in order; only the failing copy's own destination is affected. The
+    first failing beat also asks the address generator to end the copy, so it stops
+    after the rows already in flight.
     """
 
     def __init__(self, width_bytes=32, max_outstanding=8, id_width=4):
@@ -53,12 +56,16 @@ class Mte2Datapath(wiring.Component):
             "axi": Out(AXI4ReadSignature(GM_ADDR_BITS, 8 * width_bytes, id_width)),
             "ub": Out(UbWriteSignature(width_bytes)),
             "done": Out(stream.Signature(Completion)),
+            "abort": Out(AbortSignature()),
         })
 
     def elaborate(self, platform):
         m = Module()
         w = self._width
         shift = w.bit_length() - 1
+        # Rows between the AXI read and the aligner / pad stage: with rows of one burst
+        # each, every burst in flight holds one, so the bus can keep them all busy.
+        data_queue = self._max_outstanding + DATA_SLACK
         reader = m.submodules.reader = AxiReader(w, self._max_outstanding, self._id_width)
         aligner = m.submodules.aligner = Aligner(w)
         pad = m.submodules.pad = PadInserter(w)
@@ -67,11 +74,11 @@ class Mte2Datapath(wiring.Component):
             "read": (GmRow, ROW_QUEUE,
                      lambda row: {"addr": row.gm_addr, "length": row.length, "sid": row.sid,
                                   "cache": row.cache, "last": row.last}),
-            "align": (aligner.row_layout, DATA_QUEUE,
+            "align": (aligner.row_layout, data_queue,
                       lambda row: {"src_off": row.gm_addr[:shift],
                                    "dst_off": (row.ub_addr + row.left)[:shift],
                                    "length": row.length}),
-            "pad": (PadRow, DATA_QUEUE, pad_row),
+            "pad": (PadRow, data_queue, pad_row),
         })
 
         wiring.connect(m, wiring.flipped(self.rows), fork.rows)
@@ -98,8 +105,9 @@ class Mte2Datapath(wiring.Component):
 
     def _bus_errors(self, m, beats, src):
         """Passes the read words to the aligner and records, per command, the address of
-        its first failing beat. Returns the stream of per-command results."""
-        queue = m.submodules.results = SyncFIFOBuffered(
+        its first failing beat; a failing beat asks to abort its command. Returns the
+        stream of per-command results."""
+        queue = m.submodules.results = BypassQueue(
             width=Completion.as_shape().size, depth=RESULT_QUEUE)
         beat = beats.payload
         failed = Signal()
@@ -117,9 +125,11 @@ class Mte2Datapath(wiring.Component):
         with m.Elif(beat.error):
             m.d.comb += [result.error.eq(ErrorCode.BUS_ERROR), result.address.eq(beat.err_addr)]
 
+        command = Signal(COPY_SEQ_BITS)          # the number of the command being read
+        m.d.sync += [self.abort.valid.eq(passed & beat.error), self.abort.copy.eq(command)]
         with m.If(passed):
             with m.If(beat.cmd_last):
-                m.d.sync += failed.eq(0)
+                m.d.sync += [failed.eq(0), command.eq(command + 1)]
             with m.Elif(beat.error & ~failed):
                 m.d.sync += [failed.eq(1), failed_addr.eq(beat.err_addr)]
 

@@ -6,13 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
 
-from .aligner import Aligner
 from .axi import AXI4WriteSignature
 from .axi_writer import AxiWriter
-from .layouts import Completion, RowJob, UbReadSignature
+from .layouts import AbortSignature, Completion, RowJob, UbReadSignature
 from .legalizer import GmRow
-from .rowfork import RowFork
-from .ub_reader import UbReader, UbReadRow
+from .ub_reader import ub_source
 
 ROW_QUEUE = 4       # rows a stage may be handed ahead of the stage before it
 ALIGN_QUEUE = 8     # rows between the UB read and the aligner: read latency plus buffers
@@ -27,6 +25,7 @@ class Mte3Datapath(wiring.Component):
       axi   Out AXI4WriteSignature(40, 8W, id_width): AW, W, B
       done  Out stream of Completion: one per command, after the B response of its last
             burst (AxiWriter.done)
+      abort Out AbortSignature: a failing B response cuts its copy short (AxiWriter.abort)
 
     Each row's UB words are re-aligned from byte ub_addr % W to byte gm_addr % W, so the
     writer receives exactly the GM-aligned words of the row with strobes on its bytes.
@@ -41,37 +40,26 @@ class Mte3Datapath(wiring.Component):
             "ub": Out(UbReadSignature(width_bytes)),
             "axi": Out(AXI4WriteSignature(GM_ADDR_BITS, 8 * width_bytes, id_width)),
             "done": Out(stream.Signature(Completion)),
+            "abort": Out(AbortSignature()),
         })
 
     def elaborate(self, platform):
         m = Module()
-        w = self._width
-        shift = w.bit_length() - 1
-        reader = m.submodules.reader = UbReader(w)
-        aligner = m.submodules.aligner = Aligner(w)
-        writer = m.submodules.writer = AxiWriter(w, self._max_outstanding, self._id_width)
-        fork = m.submodules.fork = RowFork({
-            "read": (UbReadRow, ROW_QUEUE,
-                     lambda row: {"ub_addr": row.ub_addr, "length": row.length}),
-            "align": (aligner.row_layout, ALIGN_QUEUE,
-                      lambda row: {"src_off": row.ub_addr[:shift], "dst_off": row.gm_addr[:shift],
-                                   "length": row.length}),
-            "write": (GmRow, ROW_QUEUE,
-                      lambda row: {"addr": row.gm_addr, "length": row.length, "sid": row.sid,
-                                   "cache": row.cache, "last": row.last}),
-        })
+        writer = m.submodules.writer = AxiWriter(self._width, self._max_outstanding,
+                                                 self._id_width)
+        fork, reader, aligner = ub_source(
+            m, self._width, lambda row: row.gm_addr, ALIGN_QUEUE, ROW_QUEUE,
+            write=(GmRow, ROW_QUEUE,
+                   lambda row: {"addr": row.gm_addr, "length": row.length, "sid": row.sid,
+                                "cache": row.cache, "last": row.last}))
 
         wiring.connect(m, wiring.flipped(self.rows), fork.rows)
-        wiring.connect(m, fork.read, reader.rows)
-        wiring.connect(m, fork.align, aligner.rows)
         wiring.connect(m, fork.write, writer.rows)
         wiring.connect(m, reader.ub, wiring.flipped(self.ub))
         wiring.connect(m, writer.axi, wiring.flipped(self.axi))
         wiring.connect(m, writer.done, wiring.flipped(self.done))
+        wiring.connect(m, writer.abort, wiring.flipped(self.abort))
         m.d.comb += [
-            aligner.src.payload.data.eq(reader.words.payload),
-            aligner.src.valid.eq(reader.words.valid),
-            reader.words.ready.eq(aligner.src.ready),
             writer.beats.payload.data.eq(aligner.dst.payload.data),
             writer.beats.payload.strb.eq(aligner.dst.payload.strb),
             writer.beats.valid.eq(aligner.dst.valid),

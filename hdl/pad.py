@@ -1,12 +1,12 @@
 """MTE2's UB side: writes each row's UB words, left pad, data and right fill, from the
 aligned data words, one word per cycle."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
-from .aligner import buffered_output, dst_word_layout, offset_bits
+from .aligner import buffered_output, dst_word_layout, offset_bits, skid_stage
 from .layouts import EXTENT_BITS, LEFT_BITS, LEN_BITS, ub_word_bits
 
 PAD8_BYTES = 8
@@ -61,11 +61,13 @@ class PadInserter(wiring.Component):
     (rows starting mid-word when W > 32, or anywhere): pad is laid by address, and `strb`
     covers exactly [ub_addr, ub_addr + extent).
 
-    Throughput: one word per cycle, rows back to back. Latency: a row is set up on the
-    edge that takes it from `rows`; its first word is on `ub` after the next edge (if that
-    word needs data, the data word must be offered by then). `data.ready` depends only on
-    registers; `rows.ready` on registers and `data.valid`; `ub.ready` only steps the
-    output queue (see aligner.buffered_output).
+    Throughput: one word per cycle, rows back to back. Latency: a row taken from `rows` on
+    edge t passes a set-up register (its byte positions) and is set up, its word counts
+    worked out and its byte masks decoded, on edge t + 1 at the earliest; its first word is on `ub` after
+    the next edge (if that word needs data, the data word must be offered by then). The
+    set-up register fills while earlier rows run, so rows follow each other with no gap.
+    `data.ready` and `rows.ready` depend only on registers (the set-up register is a
+    `skid_stage`); `ub.ready` only steps the output queue (see aligner.buffered_output).
     """
 
     def __init__(self, width_bytes=32):
@@ -87,35 +89,14 @@ class PadInserter(wiring.Component):
         width, shift = self._width, self._shift
         index_bits = _word_index_bits(width)
 
-        # --- Row set-up: where the row's data words start and end, and the byte masks of
-        # its first and last words, registered, so the word path only compares a
-        # counter against them.
-        row = self.rows.payload
-        ones = Const((1 << width) - 1, width)
-        span = Signal(EXTENT_BITS)              # bytes written
-        left = Signal(LEFT_BITS)
-        head = Signal(shift)                    # first byte of the first word
-        data_start = Signal(EXTENT_BITS + 1)    # first data byte, from the first word
-        row_end = Signal(EXTENT_BITS + 1)       # last byte written, from the first word
-        data_end = Signal(EXTENT_BITS + 1)      # last data byte, from the first word
-        m.d.comb += [
-            span.eq(Mux(row.select, row.extent, row.length)),
-            left.eq(Mux(row.select, row.left, 0)),
-            head.eq(row.ub_addr[:shift]),
-            data_start.eq(head + left),
-            row_end.eq(head + span - 1),
-            data_end.eq(data_start + row.length - 1),
-        ]
-        # Word positions count down: `rest` is the number of the row's words after the
-        # current one. Data runs from the word after the one where rest = data_on_at
-        # through the one where rest = data_off_at.
-        words_m1 = Signal(index_bits)           # the row's UB words - 1
-        first_data = Signal(index_bits)         # index of its first data word
-        m.d.comb += [
-            words_m1.eq(row_end[shift:]),
-            first_data.eq(data_start[shift:]),
-        ]
+        # --- Row set-up: where the row's data words start and end, worked out in a
+        # registered stage ahead of the row and as it is loaded (`_setup`), and the byte
+        # masks of its first and last words, decoded as it is loaded, so the word path
+        # only compares a counter against registers.
+        next_row = Signal()
         have_row = Signal()
+        setup_valid, setup = self._setup(m, index_bits, next_row)
+        ones = Const((1 << width) - 1, width)
         data_on_at = Signal(index_bits + 1)     # rest of the word before the first data word
         data_off_at = Signal(index_bits)        # rest of the last data word
         head_mask = Signal(width)               # first word: bytes [head, W)
@@ -136,22 +117,22 @@ class PadInserter(wiring.Component):
         m.d.comb += [
             self.data.ready.eq(have_row & in_data & room),
             go.eq(have_row & room & (~in_data | self.data.valid)),
-            self.rows.ready.eq(~have_row | (go & end)),
+            next_row.eq(~have_row | (go & end)),
         ]
-        with m.If(self.rows.ready):
+        with m.If(next_row):
             m.d.sync += [
-                have_row.eq(self.rows.valid),
-                addr.eq(row.ub_addr[shift:]),
-                rest.eq(words_m1),
-                data_on_at.eq(words_m1 - first_data + 1),
-                data_off_at.eq(words_m1 - data_end[shift:]),
-                head_mask.eq(ones << head),
-                tail_mask.eq(ones >> ~row_end[:shift]),
-                pad8.eq(row.pad8),
-                cmd_last.eq(row.last),
+                have_row.eq(setup_valid),
+                addr.eq(setup.addr),
+                rest.eq(setup.words_m1),
+                data_on_at.eq(setup.data_on_at),
+                data_off_at.eq(setup.data_off_at),
+                head_mask.eq(ones << setup.head),
+                tail_mask.eq(ones >> ~setup.end_off),
+                pad8.eq(setup.pad8),
+                cmd_last.eq(setup.last),
                 at_start.eq(1),
-                in_data.eq(first_data == 0),
-                end.eq(words_m1 == 0),
+                in_data.eq(setup.first_in_data),
+                end.eq(setup.words_m1 == 0),
             ]
         with m.Elif(go):
             m.d.sync += [
@@ -181,3 +162,74 @@ class PadInserter(wiring.Component):
             room.eq(buffered_output(m, self.ub, out, go)),
         ]
         return m
+
+    def _setup(self, m, index_bits, take):
+        """The set-up register in front of the row registers, and the word counts the row
+        registers load from it (one carry chain each). Returns (valid, set-up); `take`:
+        the row registers load it."""
+        width, shift = self._width, self._shift
+        row = self.rows.payload
+        # Byte positions counted from byte 0 of the row's first word. Each wide sum is
+        # one carry chain: the `- 1`s go into the narrow offsets first.
+        start_bits = max(LEFT_BITS, shift) + 1
+        first_bits = start_bits - shift + 1     # start[shift:] - 1, signed
+        spots = Signal(data.StructLayout({
+            "addr": ub_word_bits(width),
+            "head": shift,                      # first byte written
+            "first_m1": signed(first_bits),     # index of the first data word - 1
+            "first_zero": 1,                    # ... it is the first word
+            "data_end": EXTENT_BITS + 1,        # last data byte
+            "row_end": EXTENT_BITS + 1,         # last byte written
+            "pad8": 8 * PAD8_BYTES,
+            "last": 1,
+        }))
+        head = row.ub_addr[:shift]
+        start = Signal(start_bits)              # first data byte
+        start_m1 = Signal(signed(start_bits + 1))
+        head_m1 = Signal(signed(shift + 1))
+        m.d.comb += [
+            start.eq(head + Mux(row.select, row.left, 0)),
+            start_m1.eq(start - 1),
+            head_m1.eq(head - 1),
+            spots.addr.eq(row.ub_addr[shift:]),
+            spots.head.eq(head),
+            spots.first_m1.eq(start[shift:] - 1),
+            spots.first_zero.eq(start[shift:] == 0),
+            spots.data_end.eq(row.length + start_m1),
+            spots.row_end.eq(Mux(row.select, row.extent, row.length) + head_m1),
+            spots.pad8.eq(row.pad8),
+            spots.last.eq(row.last),
+        ]
+        spots_take = Signal()
+        spots_valid, spots, ready = skid_stage(m, self.rows.valid, spots, spots_take,
+                                               "row_spots")
+        m.d.comb += self.rows.ready.eq(ready)
+
+        # Word positions count down: the row registers' `rest` is the number of the row's
+        # words after the current one. Data runs from the word after the one where
+        # rest = data_on_at through the one where rest = data_off_at.
+        setup = Signal(data.StructLayout({
+            "addr": ub_word_bits(width),
+            "words_m1": index_bits,             # the row's UB words - 1
+            "data_on_at": index_bits + 1,
+            "data_off_at": index_bits,
+            "head": shift,                      # first byte of the first word
+            "end_off": shift,                   # last byte of the last word
+            "first_in_data": 1,                 # the first word holds data
+            "pad8": 8 * PAD8_BYTES,
+            "last": 1,
+        }))
+        words_m1 = spots.row_end[shift:]
+        m.d.comb += [
+            setup.addr.eq(spots.addr),
+            setup.words_m1.eq(words_m1),
+            setup.data_on_at.eq(words_m1 - spots.first_m1),
+            setup.data_off_at.eq(words_m1 - spots.data_end[shift:]),
+            setup.head.eq(spots.head),
+            setup.end_off.eq(spots.row_end[:shift]),
+            setup.first_in_data.eq(spots.first_zero),
+            setup.pad8.eq(spots.pad8),
+            setup.last.eq(spots.last),
+        ]
+        m.d.comb += spots_take.eq(take)
+        return spots_valid, setup

@@ -11,7 +11,7 @@ from .addrgen import AddressGenerator
 from .checker import CopyChecker
 from .commands import CommandEntry, op_fields
 from .flags import FlagSetSignature, FlagWaitSignature
-from .layouts import CMD_INDEX_BITS, Completion, RowJob
+from .layouts import CMD_INDEX_BITS, COPY_SEQ_BITS, AbortSignature, Completion, RowJob
 from .regfile import PipeRegisters
 
 COPY_KIND = {
@@ -21,6 +21,7 @@ COPY_KIND = {
 }
 COMPLETED_BITS = 32
 IN_FLIGHT_DEPTH = 16     # copies whose rows are issued but whose Completion has not come
+assert IN_FLIGHT_DEPTH < 2 ** COPY_SEQ_BITS     # abort requests name copies unambiguously
 
 
 class StatusSignature(wiring.Signature):
@@ -50,6 +51,7 @@ class PipeController(wiring.Component):
       rows      Out stream of RowJob, to the pipe's datapath
       done      In  stream of Completion: one per non-empty copy whose rows were issued,
                     in the same order; always accepted
+      abort     In  AbortSignature: the datapath cuts a failing copy short (addrgen)
       flag_set  Out FlagSetSignature, flag_wait Out FlagWaitSignature, to EventFlags
       status    Out StatusSignature
       clear     In  1: clears error, error_index and error_addr
@@ -66,6 +68,13 @@ class PipeController(wiring.Component):
       set_flag        -> waits until no copy is in flight (its writes are committed), then
                          sets the flag. A flag whose other side is EXTERNAL does nothing.
       wait_flag       -> holds the pipe until EventFlags grants the flag.
+
+    Timing: what crosses to other blocks or fans out wide is registered. A checked copy
+    starts a cycle after the checker's result was first seen clear to start (`cleared`),
+    and the checker sees its result taken (`result.ready`) a cycle after it was used;
+    a command's end and a Completion's arrival are registered before they count in
+    `completed` or record an error, and `busy` covers that cycle; a Completion leaves the
+    in-flight queue on that registered cycle too.
     """
 
     def __init__(self, pipe, profile):
@@ -76,6 +85,7 @@ class PipeController(wiring.Component):
             "cmd": In(stream.Signature(CommandEntry)),
             "rows": Out(stream.Signature(RowJob)),
             "done": In(stream.Signature(Completion)),
+            "abort": In(AbortSignature()),
             "flag_set": Out(FlagSetSignature()),
             "flag_wait": Out(FlagWaitSignature()),
             "status": Out(StatusSignature()),
@@ -89,6 +99,7 @@ class PipeController(wiring.Component):
         in_flight = m.submodules.in_flight = SyncFIFOBuffered(
             width=CMD_INDEX_BITS, depth=IN_FLIGHT_DEPTH)
         wiring.connect(m, addrgen.rows, wiring.flipped(self.rows))
+        wiring.connect(m, wiring.flipped(self.abort), addrgen.abort)
 
         entry = self.cmd.payload
         drained = in_flight.level == 0
@@ -103,37 +114,47 @@ class PipeController(wiring.Component):
             m.d.comb += checker.request.payload.regs.eq(regfile.snapshot)
 
         start = Signal()
+        taken = Signal()             # the checker's result is used this cycle
+        cleared = Signal()           # last cycle the result was valid, unused, a copy to
+                                     # run and clear to start
+        ok = (result.error == ErrorCode.NONE) & ~result.geom.empty
         m.d.comb += [
             addrgen.copy.payload.eq(result),
+            addrgen.copy.valid.eq(cleared),
+            start.eq(addrgen.copy.valid & addrgen.copy.ready),
             in_flight.w_data.eq(index),
             in_flight.w_en.eq(start),
         ]
+
+        # A result waits in CHECK, where the in-flight queue only drains and the hazard
+        # range stays put, so a clearance seen a cycle ago still holds. `cleared` implies
+        # CHECK and a valid result: a used result (`taken`, then `result.ready` the cycle
+        # after) clears it, and the checker has no other result to offer.
+        clear_to_start = in_flight.w_rdy & ~self._hazard(m, checker.result, drained, start)
+        m.d.sync += cleared.eq(checker.result.valid & ok & ~taken & ~checker.result.ready
+                               & clear_to_start)
+        # The checker learns a cycle late that its result was used (FETCH ignores the
+        # result meanwhile), so the address generator's ready does not reach its counter.
+        m.d.sync += checker.result.ready.eq(taken)
 
         with m.FSM() as fsm:
             with m.State("FETCH"):
                 self._fetch(m, entry, regfile, drained, checker, finished, index)
             with m.State("CHECK"):
-                ok = (result.error == ErrorCode.NONE) & ~result.geom.empty
-                clear_to_start = in_flight.w_rdy & ~self._hazard(m, checker.result, drained,
-                                                                 start)
-                with m.If(checker.result.valid & ok):
+                with m.If(start):
+                    m.d.comb += taken.eq(1)
+                    m.next = "FETCH"
+                with m.Elif(checker.result.valid & ~ok & drained):
                     m.d.comb += [
-                        addrgen.copy.valid.eq(clear_to_start),
-                        start.eq(addrgen.copy.valid & addrgen.copy.ready),
-                        checker.result.ready.eq(start),
-                    ]
-                    with m.If(start):
-                        m.next = "FETCH"
-                with m.Elif(checker.result.valid & drained):
-                    m.d.comb += [
-                        checker.result.ready.eq(1),
+                        taken.eq(1),
                         finished.eq(1),
                         rule_error.eq(result.error != ErrorCode.NONE),
                     ]
                     m.next = "FETCH"
 
-        m.d.comb += self.status.busy.eq(self.cmd.valid | ~fsm.ongoing("FETCH") | ~drained)
-        self._status(m, in_flight, finished, rule_error, result.error, index)
+        pending = self._status(m, in_flight, finished, rule_error, result.error, index)
+        m.d.comb += self.status.busy.eq(self.cmd.valid | ~fsm.ongoing("FETCH") | ~drained
+                                        | pending)
         return m
 
     def _registers(self, m, entry):
@@ -206,15 +227,28 @@ class PipeController(wiring.Component):
         return ~drained & (geom.src < hi) & (lo < geom.src_end)
 
     def _status(self, m, in_flight, finished, rule_error, rule_code, index):
-        """Completions from the datapath, the completed count and the first error."""
+        """Completions from the datapath, the completed count and the first error, a cycle
+        after the events; returns 1 while an event waits to be counted."""
         status, done = self.status, self.done.payload
-        arrived = self.done.valid
-        bus_error = arrived & (done.error != ErrorCode.NONE)
-        m.d.comb += [
-            self.done.ready.eq(1),
-            in_flight.r_en.eq(arrived),
+        m.d.comb += self.done.ready.eq(1)
+        # The events, registered. `index` and the in-flight queue's head need no copy:
+        # the next copy is accepted (and `index` loaded) at the earliest on the cycle
+        # after `finished`, and the queue's head leaves only on the registered cycle.
+        ended = Signal()
+        failed = Signal()
+        code = Signal(ErrorCode)
+        arrived = Signal()
+        bus_error = Signal()
+        bus_code = Signal(ErrorCode)
+        bus_addr = Signal.like(done.address)
+        m.d.sync += [
+            ended.eq(finished), failed.eq(rule_error), code.eq(rule_code),
+            arrived.eq(self.done.valid),
+            bus_error.eq(self.done.valid & (done.error != ErrorCode.NONE)),
+            bus_code.eq(done.error), bus_addr.eq(done.address),
         ]
-        m.d.sync += status.completed.eq(status.completed + finished + arrived)
+        m.d.comb += in_flight.r_en.eq(arrived)
+        m.d.sync += status.completed.eq(status.completed + ended + arrived)
 
         with m.If(self.clear):
             m.d.sync += [status.error.eq(ErrorCode.NONE), status.error_index.eq(0),
@@ -222,8 +256,9 @@ class PipeController(wiring.Component):
         unrecorded = self.clear | (status.error == ErrorCode.NONE)
         # A Completion belongs to an older command than any rule error decided this cycle.
         with m.If(bus_error & unrecorded):
-            m.d.sync += [status.error.eq(done.error), status.error_index.eq(in_flight.r_data),
-                         status.error_addr.eq(done.address)]
-        with m.Elif(rule_error & unrecorded):
-            m.d.sync += [status.error.eq(rule_code), status.error_index.eq(index),
+            m.d.sync += [status.error.eq(bus_code), status.error_index.eq(in_flight.r_data),
+                         status.error_addr.eq(bus_addr)]
+        with m.Elif(failed & unrecorded):
+            m.d.sync += [status.error.eq(code), status.error_index.eq(index),
                          status.error_addr.eq(0)]
+        return ended | arrived

@@ -2,10 +2,10 @@
 
 from amaranth.hdl import Cat, Module, Shape, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from .layouts import RowJob
+from .queue import BypassQueue
 
 
 class RowFork(wiring.Component):
@@ -14,7 +14,8 @@ class RowFork(wiring.Component):
     The stages of a datapath use a row at different times (the AXI reader when it issues
     the burst, the aligner and the pad stage when the data arrives), so each branch has its
     own queue. A row is taken only when every queue has room, so all queues hold the rows
-    in the same order.
+    in the same order. The queues are BypassQueues: a row taken into an empty queue is on
+    its branch one clock edge later.
 
     `rows.ready` is a register, so the address generator's step, which enables all of its
     registers, does not wait on the queues' level logic. It is set for the next cycle when
@@ -39,7 +40,7 @@ class RowFork(wiring.Component):
         ready = Signal()
         rooms = []
         for name, (shape, depth, select) in self._branches.items():
-            queue = m.submodules[f"{name}_queue"] = SyncFIFOBuffered(
+            queue = m.submodules[f"{name}_queue"] = BypassQueue(
                 width=Shape.cast(shape).width, depth=depth)
             entry = Signal(shape, name=f"{name}_entry")
             out = getattr(self, name)

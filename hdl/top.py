@@ -73,6 +73,8 @@ class MteDma(wiring.Component):
         for pipe, datapath in ((Pipe.MTE2, mte2), (Pipe.MTE3, mte3), (Pipe.V, ubcopy)):
             wiring.connect(m, pipes[pipe].rows, datapath.rows)
             wiring.connect(m, datapath.done, pipes[pipe].done)
+            if "abort" in datapath.signature.members:
+                wiring.connect(m, datapath.abort, pipes[pipe].abort)
 
         wiring.connect(m, mte2.ub, ub.mte2_wr)
         wiring.connect(m, mte3.ub, ub.mte3_rd)
@@ -81,7 +83,7 @@ class MteDma(wiring.Component):
         wiring.connect(m, wiring.flipped(self.ub_test), ub.test)
         _join_axi(m, self.m_axi, (mte2.axi, mte3.axi))
 
-        busy = intake.commands.valid | dispatcher.busy
+        busy = intake.busy | dispatcher.busy
         for controller in pipes.values():
             busy |= controller.status.busy
         error = 0

@@ -1,6 +1,6 @@
 """The Unified Buffer: one memory of W-byte words with arbitrated requester ports."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -15,8 +15,8 @@ class UbTestSignature(wiring.Signature):
     """Direct access to UB for testbenches and the CSR front end (Out from the user).
 
     Write: on a cycle with `we`, the bytes of `wdata` whose `wstrb` bit is set are stored at
-    word `addr`. Read: on a cycle with `re`, word `addr` is read; `rdata` shows it from the
-    next cycle until the next read of any port."""
+    word `addr`. Read: on a cycle with `re`, word `addr` is read; `rdata` shows it on the
+    next cycle (only: the memory reads on every cycle)."""
     def __init__(self, width_bytes):
         super().__init__({
             "addr": Out(ub_word_bits(width_bytes)),
@@ -26,6 +26,18 @@ class UbTestSignature(wiring.Signature):
             "re": Out(1),
             "rdata": In(8 * width_bytes),
         })
+
+
+HALVES = 2
+
+
+def _address_copies(like, name):
+    """One register per memory half for a staged word address. Their initial values
+    differ (all zeros, all ones: the request stage's valid bit makes them don't-cares), so
+    synthesis keeps the copies apart instead of merging them into one register."""
+    return [Signal.like(like, name=f"{name}{k}", reset_less=True,
+                        init=0 if k % 2 == 0 else (1 << len(like)) - 1)
+            for k in range(HALVES)]
 
 
 def _round_robin(m, name, requests, blocked):
@@ -89,16 +101,21 @@ class UnifiedBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        mem = m.submodules.memory = Memory(shape=8 * self.width_bytes,
-                                           depth=self.size // self.width_bytes, init=[])
-        self._write_side(m, mem.write_port(granularity=8))
-        self._read_side(m, mem.read_port())
+        # The word is stored as HALVES memories side by side, each with its own copy of
+        # the staged addresses, so no address net drives every block RAM of a large UB.
+        lane_bits = 8 * self.width_bytes // HALVES
+        mems = [Memory(shape=lane_bits, depth=self.size // self.width_bytes, init=[])
+                for _ in range(HALVES)]
+        for k, mem in enumerate(mems):
+            m.submodules[f"memory{k}"] = mem
+        self._write_side(m, [mem.write_port(granularity=8) for mem in mems])
+        self._read_side(m, [mem.read_port() for mem in mems])
         return m
 
-    def _write_side(self, m, port):
+    def _write_side(self, m, ports):
         test, first, second = self.test, self.mte2_wr, self.v_wr
         staged = Signal(name="write_staged")
-        addr = Signal.like(first.addr, name="write_addr")
+        addrs = _address_copies(first.addr, "write_addr")
         data = Signal.like(first.data, name="write_data")
         strb = Signal.like(first.strb, name="write_strb")
         waits = staged & test.we
@@ -108,24 +125,27 @@ class UnifiedBuffer(wiring.Component):
         with m.If(~waits):
             m.d.sync += [
                 staged.eq(grant_first | grant_second),
-                addr.eq(Mux(grant_second, second.addr, first.addr)),
                 data.eq(Mux(grant_second, second.data, first.data)),
                 strb.eq(Mux(grant_second, second.strb, first.strb)),
             ]
-        m.d.comb += [
-            port.addr.eq(Mux(test.we, test.addr, addr)),
-            port.data.eq(Mux(test.we, test.wdata, data)),
-        ]
-        with m.If(test.we):
-            m.d.comb += port.en.eq(test.wstrb)
-        with m.Elif(staged):
-            m.d.comb += port.en.eq(strb)
+            m.d.sync += [addr.eq(Mux(grant_second, second.addr, first.addr)) for addr in addrs]
+        for k, (port, addr) in enumerate(zip(ports, addrs)):
+            lane_bytes = len(port.en)
+            bytes_ = slice(k * lane_bytes, (k + 1) * lane_bytes)
+            m.d.comb += [
+                port.addr.eq(Mux(test.we, test.addr, addr)),
+                port.data.eq(Mux(test.we, test.wdata, data).word_select(k, len(port.data))),
+            ]
+            with m.If(test.we):
+                m.d.comb += port.en.eq(test.wstrb[bytes_])
+            with m.Elif(staged):
+                m.d.comb += port.en.eq(strb[bytes_])
 
-    def _read_side(self, m, port):
+    def _read_side(self, m, ports):
         test, first, second = self.test, self.mte3_rd, self.v_rd
         staged = Signal(name="read_staged")
         for_second = Signal(name="read_for_second")
-        addr = Signal.like(first.addr, name="read_addr")
+        addrs = _address_copies(first.addr, "read_addr")
         waits = staged & test.re
         grant_first, grant_second = _round_robin(m, "read", (first.valid, second.valid),
                                                  blocked=waits)
@@ -134,16 +154,18 @@ class UnifiedBuffer(wiring.Component):
             m.d.sync += [
                 staged.eq(grant_first | grant_second),
                 for_second.eq(grant_second),
-                addr.eq(Mux(grant_second, second.addr, first.addr)),
             ]
+            m.d.sync += [addr.eq(Mux(grant_second, second.addr, first.addr)) for addr in addrs]
         served = staged & ~test.re
+        word = Cat(port.data for port in ports)
+        # The ports read on every cycle (their enable is 1): an enable would put the
+        # request logic in front of every block RAM's output select.
+        m.d.comb += [port.addr.eq(Mux(test.re, test.addr, addr))
+                     for port, addr in zip(ports, addrs)]
         m.d.comb += [
-            port.addr.eq(Mux(test.re, test.addr, addr)),
-            # Without a read the port keeps its data, so the test port's word stays visible.
-            port.en.eq(test.re | staged),
-            first.rdata.eq(port.data),
-            second.rdata.eq(port.data),
-            test.rdata.eq(port.data),
+            first.rdata.eq(word),
+            second.rdata.eq(word),
+            test.rdata.eq(word),
         ]
         m.d.sync += [first.rvalid.eq(served & ~for_second),
                      second.rvalid.eq(served & for_second)]

@@ -1,28 +1,41 @@
 """Reads the UB words of each row for the datapaths that take their source from UB."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
 
-from .layouts import LEN_BITS, UbReadSignature, ub_word_bits
+from .aligner import Aligner
+from .layouts import UbReadSignature, ub_word_bits
+from .queue import BypassQueue
+from .rowfork import RowFork
 
 
 class UbReadRow(data.Struct):
-    """A row to read: `length` (>= 1) bytes from UB byte address `ub_addr`."""
-    ub_addr: UB_ADDR_BITS
-    length: LEN_BITS
+    """A row to read: UB words `first` .. `last` (word numbers, first <= last)."""
+    first: UB_ADDR_BITS
+    last: UB_ADDR_BITS
+
+
+def ub_read_row(ub_addr, length, width_bytes):
+    """The UbReadRow fields of `length` (>= 1) bytes from UB byte address `ub_addr`."""
+    shift = width_bytes.bit_length() - 1
+    return {"first": ub_addr >> shift, "last": (ub_addr + length - 1) >> shift}
 
 
 class UbReader(wiring.Component):
-    """Requests, for each row, the UB words floor(ub_addr/W) .. floor((ub_addr+length-1)/W).
+    """Requests, for each row, its UB words `first` .. `last`.
 
     Ports:
       rows   In  stream of UbReadRow
       ub     Out UbReadSignature: the UB read port
       words  Out stream of W-byte words, in request order
+
+    A row's first word is requested in the cycle the row is offered (its address comes
+    straight from `rows.payload`), and the row is taken with that request; its further
+    words come from a counter, one per cycle, and the next row's first word follows its
+    predecessor's last without a gap.
 
     UB read data arrives two or more cycles after a request and cannot be held back, so
     every word asked for needs a free place in the output queue when it lands. A request is
@@ -32,8 +45,6 @@ class UbReader(wiring.Component):
     """
 
     def __init__(self, width_bytes, depth=5):
-        # A SyncFIFOBuffered of depth d holds d - 1 words behind its output register; the
-        # credit rule keeps the total at d, which the inner queue can take for d >= 3.
         assert depth >= 3
         self._width = width_bytes
         self._depth = depth
@@ -45,22 +56,25 @@ class UbReader(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        shift = self._width.bit_length() - 1
-        queue = m.submodules.queue = SyncFIFOBuffered(width=8 * self._width, depth=self._depth)
+        # The credit rule keeps the words held at most `depth`; a BypassQueue one deeper
+        # never refuses a landing word (it refuses only while depth words are held).
+        queue = m.submodules.queue = BypassQueue(width=8 * self._width, depth=self._depth + 1)
 
-        addr = Signal(ub_word_bits(self._width))
+        active = Signal()                               # words of a taken row remain
+        addr = Signal(ub_word_bits(self._width))        # the next of them
         last_addr = Signal(ub_word_bits(self._width))
-        active = Signal()
+        new = self.rows.payload
+        now = Mux(active, addr, new.first)
+        at_last = Mux(active, addr == last_addr, new.first == new.last)
 
         issued = self.ub.valid & self.ub.ready
         in_flight = Signal(range(self._depth + 1))      # asked for, not yet landed
         m.d.sync += in_flight.eq(in_flight + issued - self.ub.rvalid)
         has_room = queue.level + in_flight < self._depth
-        row_done = issued & (addr == last_addr)
         m.d.comb += [
-            self.ub.addr.eq(addr),
-            self.ub.valid.eq(active & has_room),
-            self.rows.ready.eq(~active | row_done),
+            self.ub.addr.eq(now),
+            self.ub.valid.eq((active | self.rows.valid) & has_room),
+            self.rows.ready.eq(~active & issued),
             queue.w_data.eq(self.ub.rdata),
             queue.w_en.eq(self.ub.rvalid),
             self.words.payload.eq(queue.r_data),
@@ -69,14 +83,37 @@ class UbReader(wiring.Component):
         ]
 
         with m.If(issued):
-            m.d.sync += addr.eq(addr + 1)
-        with m.If(row_done):
-            m.d.sync += active.eq(0)
-        with m.If(self.rows.valid & self.rows.ready):
-            row = self.rows.payload
-            m.d.sync += [
-                addr.eq(row.ub_addr >> shift),
-                last_addr.eq((row.ub_addr + row.length - 1) >> shift),
-                active.eq(1),
-            ]
+            m.d.sync += [active.eq(~at_last), addr.eq(now + 1)]
+            with m.If(~active):
+                m.d.sync += last_addr.eq(new.last)
         return m
+
+
+def ub_source(m, width_bytes, dst_addr, align_queue, row_queue, **other_branches):
+    """The front end of a datapath whose source is UB: a RowFork that hands each RowJob to
+    a UbReader ("read") and to an Aligner ("align"), which moves the row's bytes from byte
+    ub_addr % W of the words read to byte dst_addr(row) % W, plus the datapath's
+    `other_branches` (RowFork's `name=(shape, depth, select)`).
+
+    Adds the three as submodules of `m`, with the reader's words feeding the aligner, and
+    returns (fork, reader, aligner): the caller connects fork.rows, reader.ub, aligner.dst
+    and its own branches."""
+    shift = width_bytes.bit_length() - 1
+    reader = m.submodules.reader = UbReader(width_bytes)
+    aligner = m.submodules.aligner = Aligner(width_bytes)
+    fork = m.submodules.fork = RowFork({
+        "read": (UbReadRow, row_queue,
+                 lambda row: ub_read_row(row.ub_addr, row.length, width_bytes)),
+        "align": (aligner.row_layout, align_queue,
+                  lambda row: {"src_off": row.ub_addr[:shift],
+                               "dst_off": dst_addr(row)[:shift], "length": row.length}),
+        **other_branches,
+    })
+    wiring.connect(m, fork.read, reader.rows)
+    wiring.connect(m, fork.align, aligner.rows)
+    m.d.comb += [
+        aligner.src.payload.data.eq(reader.words.payload),
+        aligner.src.valid.eq(reader.words.valid),
+        reader.words.ready.eq(aligner.src.ready),
+    ]
+    return fork, reader, aligner

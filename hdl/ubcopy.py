@@ -6,12 +6,10 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
 
-from .aligner import Aligner
 from .completions import WriteCompletions
 from .layouts import Completion, RowJob, UbReadSignature, UbWriteSignature
 from .pad import PadInserter, PadRow
-from .rowfork import RowFork
-from .ub_reader import UbReader, UbReadRow
+from .ub_reader import ub_source
 
 ROW_QUEUE = 4       # rows the UB reader may be handed ahead of the data
 DATA_QUEUE = 8      # rows between the UB read and the aligner / write stage
@@ -42,26 +40,15 @@ class UbCopyDatapath(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        w = self._width
-        shift = w.bit_length() - 1
-        reader = m.submodules.reader = UbReader(w)
-        aligner = m.submodules.aligner = Aligner(w)
-        writer = m.submodules.writer = PadInserter(w)
+        writer = m.submodules.writer = PadInserter(self._width)
         completions = m.submodules.completions = WriteCompletions()
-        fork = m.submodules.fork = RowFork({
-            "read": (UbReadRow, ROW_QUEUE,
-                     lambda row: {"ub_addr": row.ub_addr, "length": row.length}),
-            "align": (aligner.row_layout, DATA_QUEUE,
-                      lambda row: {"src_off": row.ub_addr[:shift], "dst_off": row.gm_addr[:shift],
-                                   "length": row.length}),
-            "write": (PadRow, DATA_QUEUE,
-                      lambda row: {"ub_addr": row.gm_addr[:UB_ADDR_BITS], "length": row.length,
-                                   "extent": row.length, "last": row.last}),
-        })
+        fork, reader, aligner = ub_source(
+            m, self._width, lambda row: row.gm_addr, DATA_QUEUE, ROW_QUEUE,
+            write=(PadRow, DATA_QUEUE,
+                   lambda row: {"ub_addr": row.gm_addr[:UB_ADDR_BITS], "length": row.length,
+                                "extent": row.length, "last": row.last}))
 
         wiring.connect(m, wiring.flipped(self.rows), fork.rows)
-        wiring.connect(m, fork.read, reader.rows)
-        wiring.connect(m, fork.align, aligner.rows)
         wiring.connect(m, fork.write, writer.rows)
         wiring.connect(m, reader.ub, wiring.flipped(self.rd))
         wiring.connect(m, aligner.dst, writer.data)
@@ -69,9 +56,6 @@ class UbCopyDatapath(wiring.Component):
 
         out = writer.ub.payload
         m.d.comb += [
-            aligner.src.payload.data.eq(reader.words.payload),
-            aligner.src.valid.eq(reader.words.valid),
-            reader.words.ready.eq(aligner.src.ready),
             self.wr.addr.eq(out.addr),
             self.wr.data.eq(out.data),
             self.wr.strb.eq(out.strb),

@@ -16,7 +16,6 @@ any program differs from the model.
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -26,7 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "sim_build"
 TOPLEVEL = "mte_dma"
+FPGA_TOPLEVEL = "mte_dma_fpga"
+GEN_TOP = {TOPLEVEL: "sim", FPGA_TOPLEVEL: "fpga"}       # hdl.gen --top
 TEST_MODULE = "tb.test_mte"
+# The testbenches touch only the top's ports. cocotb's runner asks Verilator for
+# --public-flat-rw, which keeps every signal of the design visible and simulates several
+# times slower; the builds turn it off and make only the top module's signals public.
+VERILATOR_ARGS = ["-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-UNOPTFLAT",
+                  "--no-public-flat-rw"]
 ALL_TESTS = ("regression", "bus_faults", "reset_mid_transfer")
 
 
@@ -43,13 +49,15 @@ def verilator_environment():
     os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
 
 
-def generate_verilog(profile, width, root=BUILD):
-    """<root>/<profile>_w<width>/mte_dma.v, rewritten only when its text changes."""
-    out = root / f"{profile}_w{width}" / f"{TOPLEVEL}.v"
+def generate_verilog(profile, width, root=BUILD, toplevel=TOPLEVEL, gen_args=()):
+    """<root>/<profile>_w<width>/<toplevel>.v, rewritten only when its text changes;
+    `gen_args`: more hdl.gen options (e.g. --max-outstanding)."""
+    out = root / f"{profile}_w{width}" / f"{toplevel}.v"
     out.parent.mkdir(parents=True, exist_ok=True)
     fresh = out.with_suffix(".v.new")
-    subprocess.run([sys.executable, "-m", "hdl.gen", "--profile", profile, "--width",
-                    str(width), "-o", str(fresh)], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "hdl.gen", "--top", GEN_TOP[toplevel], "--profile",
+                    profile, "--width", str(width), *gen_args, "-o", str(fresh)],
+                   check=True, cwd=ROOT)
     if out.exists() and out.read_bytes() == fresh.read_bytes():
         fresh.unlink()
     else:
@@ -69,30 +77,33 @@ def waves_file(build_dir, sim="verilator"):
     return build_dir / ("mte_dma.fst" if sim != "verilator" or fst_available() else "mte_dma.vcd")
 
 
-def build(sim, profile, width, waves, root=BUILD):
+def build(sim, profile, width, waves, root=BUILD, toplevel=TOPLEVEL, gen_args=()):
     """Build once per configuration, under `root`; returns (runner, build directory)."""
     from cocotb_tools import runner as runners
     runners.MAX_PARALLEL_BUILD_JOBS = 2          # the machine is shared
-    source = generate_verilog(profile, width, root)
+    source = generate_verilog(profile, width, root, toplevel, gen_args)
     build_dir = root / f"{sim}_{profile}_w{width}{'_waves' if waves else ''}"
-    stamp = build_dir / "built-from.v"
     if sim == "verilator":
         verilator_environment()
     runner = runners.get_runner(sim)
-    if stamp.exists() and stamp.read_bytes() == source.read_bytes():
-        return runner, build_dir         # the runner would run Verilator again regardless
     args = []
-    if waves and sim == "verilator":
-        args = ["--trace-fst" if fst_available() else "--trace", "--trace-structs"]
     if sim == "verilator":
-        args += ["-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-UNOPTFLAT"]
+        if waves:
+            args = ["--trace-fst" if fst_available() else "--trace", "--trace-structs"]
+        public = build_dir / "public_top.vlt"
+        args += VERILATOR_ARGS + [str(public)]
+    stamp = build_dir / "built-from.txt"
+    built_from = " ".join(args) + "\n" + source.read_text()
+    if stamp.exists() and stamp.read_text() == built_from:
+        return runner, build_dir         # the runner would run Verilator again regardless
     build_dir.mkdir(parents=True, exist_ok=True)
-    print(f"building {build_dir.name} (log: {build_dir / 'build.log'})", file=sys.stderr,
-          flush=True)
-    runner.build(sources=[source], hdl_toplevel=TOPLEVEL, build_dir=build_dir, always=True,
+    if sim == "verilator":
+        public.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+    print(f"building {build_dir} (log: build.log there)", file=sys.stderr, flush=True)
+    runner.build(sources=[source], hdl_toplevel=toplevel, build_dir=build_dir, always=True,
                  build_args=args, waves=waves, timescale=("1ns", "1ps"),
                  log_file=build_dir / "build.log")
-    shutil.copyfile(source, stamp)
+    stamp.write_text(built_from)
     return runner, build_dir
 
 

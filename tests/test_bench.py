@@ -113,3 +113,13 @@ def test_every_program_is_legal_and_starts_guarded():
             assert all(set(data) == {GUARD} for _, data in bench.case.gm), bench.name
         if bench.size:
             assert expectation.bytes_moved == bench.size
+
+
+def test_bench_builds_for_l200_and_says_so():
+    from tb.bench.__main__ import argument_parser, report
+    args = argument_parser().parse_args([])
+    # 4-beat bursts need about (L + 4) / 4 + 1 in flight to cover L = 200
+    assert args.max_outstanding >= (200 + 4) // 4 + 1
+    assert argument_parser().parse_args(["--max-outstanding", "8"]).max_outstanding == 8
+    text = report([], {}, [], "a5", [], 8)
+    assert "max_outstanding = 8 AXI bursts" in text.splitlines()[1]

@@ -70,7 +70,7 @@ def expected_rows(kind, copy):
                 row = {field: address[side] for field, side in ROW_ADDRESSES[kind].items()}
                 row.update(length=g["len_burst"], left=g["left_bytes"], extent=g["row_bytes"],
                            select=g["select"], pad8=pad8(copy["pad_val"], g["es"]),
-                           sid=copy["sid"], cache=copy["cache"], last=0, skip=0)
+                           sid=copy["sid"], cache=copy["cache"], last=0)
                 rows.append(row)
     if g["empty"]:
         return []
@@ -81,12 +81,13 @@ def expected_rows(kind, copy):
 def as_dict(row):
     return {name: getattr(row, name) for name in ("gm_addr", "ub_addr", "length", "left",
                                                   "extent", "select", "pad8", "sid", "cache",
-                                                  "last", "skip")}
+                                                  "last")}
 
 
 def run_copies(kind, copies, stall, rng, abort_at=None):
     """Streams `copies` in, collects rows with ready low on a `stall` share of cycles.
-    abort_at: {row number: True} raises `abort` for one cycle after taking that row.
+    abort_at: {row number: copy number} asks to abort that copy for one cycle after taking
+    that row.
     Returns (rows, cycles, done_empty pulses)."""
     dut = AddressGenerator(kind)
     rows, empties, clock = [], [], {"cycles": 0}
@@ -105,12 +106,13 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
                 dut.rows.valid, dut.rows.payload, dut.done_empty)
             clock["cycles"] += 1
             empties.append(empty)
-            ctx.set(dut.abort, 0)
+            ctx.set(dut.abort.valid, 0)
             idle = 0 if valid else idle + 1
             if valid and ready:
                 rows.append(as_dict(payload))
-                if abort_at and abort_at.get(len(rows)):
-                    ctx.set(dut.abort, 1)
+                if abort_at and len(rows) in abort_at:
+                    ctx.set(dut.abort.copy, abort_at[len(rows)])
+                    ctx.set(dut.abort.valid, 1)
         for _ in range(4):
             _, _, empty = await ctx.tick().sample(dut.done_empty)
             empties.append(empty)
@@ -138,40 +140,50 @@ def test_one_row_per_cycle():
     copies = [random_checked_copy(rng, kind, empty_share=0) for _ in range(30)]
     rows, cycles, _ = run_copies(kind, copies, stall=0, rng=rng)
     assert rows == [row for copy in copies for row in expected_rows(kind, copy)]
-    assert cycles <= len(rows) + 3       # the pipeline's fill only
+    # the first row is on `rows` one edge after its copy is taken, then one per cycle
+    assert cycles == len(rows) + 1
+
+
+def ended(rows, index):
+    """`rows` with row `index` marked as its copy's last."""
+    return rows[:index] + [dict(rows[index], last=1)]
 
 
 def test_abort_cuts_the_copy_short():
     kind = Opcode.COPY_UBUF_TO_GM
     rng = random.Random(11)
+    empty = random_checked_copy(rng, kind)
+    empty["geom"].update(empty=1, n_burst=0)
     big = random_checked_copy(rng, kind, empty_share=0)
     big["geom"].update(n_burst=5, loop1_count=4, loop2_count=3)
     small = random_checked_copy(rng, kind, empty_share=0)
     small["geom"].update(n_burst=2, loop1_count=1, loop2_count=2)
+    # Copy numbers count non-empty copies only: big is copy 1, small copy 2.
+    copies = [small, empty, big, small]
+    want = [expected_rows(kind, copy) for copy in copies]
     for stall in (0, 0.5):
         for cut in (1, 7, 58):
-            rows, _, _ = run_copies(kind, [big, small], stall=stall, rng=rng,
-                                    abort_at={cut: True})
-            want_big, want_small = expected_rows(kind, big), expected_rows(kind, small)
+            rows, _, _ = run_copies(kind, copies, stall=stall, rng=rng,
+                                    abort_at={len(want[0]) + cut: 1})
+            rows = rows[len(want[0]):]
             end = next(i for i, row in enumerate(rows) if row["last"])
-            kept, final = rows[:end], rows[end]
-            # Rows before the cut come out unchanged, then the copy ends with a skip row
-            # (at most one row already on the output register passes unmarked).
-            assert kept == want_big[:len(kept)] and cut <= len(kept) <= cut + 1
-            assert final["skip"] and final["last"]
-            assert rows[end + 1:] == want_small
+            # The rows generated before the request go out, then one more ends the copy.
+            assert cut <= end <= cut + 2
+            assert rows[:end + 1] == ended(want[2], end)
+            assert rows[end + 1:] == want[3]
 
 
-def test_abort_on_the_last_row_spares_the_next_copy():
-    """An abort raised while the copy's last row is on the output register does not touch
-    the next copy."""
+@pytest.mark.parametrize("copy_number", [0, 2, 255])
+def test_abort_of_another_copy_does_nothing(copy_number):
+    """Requests naming a copy that is over, or not begun, leave the walked copy alone."""
     kind = Opcode.COPY_GM_TO_UBUF
     rng = random.Random(5)
     first = random_checked_copy(rng, kind, empty_share=0)
     first["geom"].update(n_burst=3, loop1_count=1, loop2_count=1)
     second = random_checked_copy(rng, kind, empty_share=0)
-    second["geom"].update(n_burst=4, loop1_count=1, loop2_count=1)
-    rows, _, _ = run_copies(kind, [first, second], stall=0, rng=rng, abort_at={2: True})
+    second["geom"].update(n_burst=4, loop1_count=2, loop2_count=1)
+    rows, _, _ = run_copies(kind, [first, second], stall=0, rng=rng,
+                            abort_at={2: copy_number, 4: copy_number})
     assert rows == expected_rows(kind, first) + expected_rows(kind, second)
 
 

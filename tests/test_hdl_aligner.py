@@ -114,10 +114,10 @@ def run_aligner(width, rows, rng, in_stall=0.0, out_stall=0.0):
 
 
 # Rows taken on edge 1 start at most this many cycles late (see the Aligner docstring):
-# set-up 1, rotator L, queue 1, output register 1, plus one for a first row that needs two
+# set-up 3, rotator L, queue 1, output register 1, plus one for a first row that needs two
 # source words.
 def latency(width):
-    return rotate_stages(width) + 4
+    return rotate_stages(width) + 6
 
 
 def special_lengths(width, rng):

@@ -177,8 +177,8 @@ def run_write(width, commands, rng, timing, error_pages=(), max_outstanding=8,
     expected = bytearray(memory.mem)
     words = []
     completions = []
-    error_bursts = 0
-    for rows in commands:
+    error_bursts = []           # the command number of each failing burst
+    for number, rows in enumerate(commands):
         fault = None
         for row in rows:
             row_data = row_words(rng, row, width)
@@ -190,7 +190,7 @@ def run_write(width, commands, rng, timing, error_pages=(), max_outstanding=8,
                     expected[a - BASE] = row_data[k]["data"] >> 8 * b & 0xff
             for addr, _, _ in split_row(row["addr"], row["length"], width):
                 if addr // PAGE in bad_pages:
-                    error_bursts += 1
+                    error_bursts.append(number % 256)
                     fault = addr if fault is None else fault
         completions.append((ErrorCode.NONE, 0) if fault is None
                            else (ErrorCode.BUS_ERROR, fault))
@@ -215,11 +215,9 @@ def run_write(width, commands, rng, timing, error_pages=(), max_outstanding=8,
         done.extend(await stream_collect(ctx, dut.done, len(commands), stall_out, rng))
 
     async def watch_error(ctx):
-        cycle = 0
-        async for _, _, error in ctx.tick().sample(dut.error):
-            cycle += 1
-            if error:
-                pulses.append(cycle)
+        async for _, _, valid, copy in ctx.tick().sample(dut.abort.valid, dut.abort.copy):
+            if valid:
+                pulses.append(copy)
 
     run_sim(dut, feed_rows, feed_words, drain,
             processes=[memory.write_process(dut.axi), watch_error],
@@ -229,7 +227,7 @@ def run_write(width, commands, rng, timing, error_pages=(), max_outstanding=8,
     assert memory.writes.data_beats == len(words)
     assert 1 <= memory.writes.max_in_flight <= max_outstanding
     assert [(c.error, c.address) for _, c in done] == completions
-    assert len(pulses) == error_bursts
+    assert pulses == error_bursts
     assert memory.mem == expected
     return memory, done
 
@@ -245,7 +243,7 @@ def test_write_random_rows(width):
 @pytest.mark.parametrize("width", [16, 32, 64])
 def test_write_errors(width):
     """Bursts into failing pages write nothing; each command reports its first failing
-    burst's first byte, and every failing B response pulses `error`."""
+    burst's first byte, and every failing B response asks to abort its command."""
     rng = random.Random(40 + width)
     commands = [[{"addr": BASE + 4 * PAGE - 10, "length": 3 * PAGE, "sid": 0, "cache": 1,
                   "last": 0},

@@ -136,6 +136,7 @@ def test_status_irq_and_error_clear():
         assert ctx.get(dut.irq) == 1                      # the error is enabled
         assert await axil_read(ctx, dut.axil, REG["IRQ_STATUS"]) == 0b110
         await axil_write(ctx, dut.axil, REG["IRQ_STATUS"], 0b10)
+        await idle(ctx, 1)                                # the pulse is registered
         assert clears == [1]
         ctx.set(mte3.error, ErrorCode.NONE)
         await axil_write(ctx, dut.axil, REG["IRQ_ENABLE"], 0b01)

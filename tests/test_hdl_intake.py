@@ -170,6 +170,29 @@ def test_intake_takes_one_word_per_cycle():
     assert all(cycles)
 
 
+def test_intake_is_busy_while_a_command_is_incomplete():
+    """Between the words of a 7-word copy the intake reports busy, so the engine is not
+    idle (a CPU's done interrupt must not fire after the first word)."""
+    op = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF]
+    words = encode(op, random_values(random.Random(5), op))
+    dut = CommandIntake()
+    busy = []
+
+    async def producer(ctx):
+        ctx.set(dut.commands.ready, 0)
+        busy.append(ctx.get(dut.busy))
+        for word in words:
+            await stream_put(ctx, dut.words, word)
+            await ctx.tick().repeat(3)             # a slow CPU between words
+            busy.append(ctx.get(dut.busy))
+        ctx.set(dut.commands.ready, 1)
+        await ctx.tick()
+        busy.append(ctx.get(dut.busy))
+
+    run_sim(dut, producer)
+    assert busy == [0] + [1] * len(words) + [0]
+
+
 def test_intake_and_dispatcher_convert():
     assert "module" in verilog.convert(CommandIntake())
     assert "module" in verilog.convert(Dispatcher(depth=4))

@@ -146,6 +146,7 @@ class RtlResult:
     bad_opcodes: int
     irq: int
     cycles: int                 # from the last word taken to idle
+    bus: AxiMemory              # its logs: the bursts the engine issued
 
 
 def run_rtl(setup, program, timing=BUSY, max_cycles=20000):
@@ -188,7 +189,7 @@ def run_rtl(setup, program, timing=BUSY, max_cycles=20000):
 
     run_sim(dut, bench, processes=[memory.read_process(dut.m_axi),
                                    memory.write_process(dut.m_axi)], timeout=max_cycles)
-    return RtlResult(gm=bytes(memory.mem), **result)
+    return RtlResult(gm=bytes(memory.mem), bus=memory, **result)
 
 
 async def load_ub(ctx, port, data):
@@ -533,6 +534,37 @@ def test_bus_error(direction):
     assert error is None
     spans = footprint(setup, program, failing)
     assert_memories(rtl, engine, **{f"ignore_{ignore}": spans})
+
+
+@pytest.mark.parametrize("direction", ["read", "write"])
+def test_bus_error_stops_the_copy(direction):
+    """A long copy whose third row fails stops after what was in flight: far fewer bursts
+    than its 96 rows, then the next copy of the pipe runs in full."""
+    rows, fault_row = 96, 2
+    setup = Setup(seed=12, unmapped=(2,), gm_data={gm(0): pattern(12, 2 * PAGE)},
+                  ub_data={0: pattern(13, 0x1000)})
+    start = gm(2) - fault_row * 64
+    if direction == "read":
+        failing = gm_to_ub(start, 0x1000, rows, 64, src_stride=64, dst_stride=64)
+        after = gm_to_ub(gm(0, 3), 0x4000, 2, 50, src_stride=60, dst_stride=64)
+        pipe, log = "mte2", "reads"
+    else:
+        failing = ub_to_gm(0x0, start, rows, 64, src_stride=64, dst_stride=64)
+        after = ub_to_gm(0x100, gm(3, 1), 2, 50, src_stride=64, dst_stride=60)
+        pipe, log = "mte3", "writes"
+    program = number([failing, after])
+    _, error = golden(setup, program)
+    rtl = run_rtl(setup, program, timing=Timing(latency=(20, 20)))
+    status = rtl.status[pipe]
+    assert (status["error"], status["error_addr"]) == (ErrorCode.BUS_ERROR, error.address)
+    assert status["completed"] == 2
+    bursts = [addr for addr, _, _, _ in getattr(rtl.bus, log).bursts]
+    issued = [addr for addr in bursts if start <= addr < start + rows * 64]
+    # In flight at most: the outstanding bursts, the datapath's row queues, the cut row.
+    assert fault_row < len(issued) <= fault_row + 24, len(issued)
+    engine, _ = golden(setup, [after])
+    spans = footprint(setup, program, failing)
+    assert_memories(rtl, engine, **{f"ignore_{'ub' if pipe == 'mte2' else 'gm'}": spans})
 
 
 def test_generated_verilog_lints(tmp_path):

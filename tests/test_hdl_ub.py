@@ -196,7 +196,6 @@ def test_test_port_goes_ahead_of_a_staged_request():
         assert ctx.get(reader.rvalid) and ctx.get(reader.rdata) == want
         await ctx.tick()
         assert not ctx.get(reader.rvalid)
-        assert ctx.get(test.rdata) == want              # held while nobody reads
 
     run_sim(dut, bench)
 

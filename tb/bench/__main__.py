@@ -1,9 +1,10 @@
 """`python -m tb.bench` (`make bench`): copy efficiency of the RTL engine under Verilator.
 
-Builds the generated Verilog in sim_build/bench/ (tb/run.py's flow), runs the shape suite
-and the row-size sweep (tb/bench/suite.py) at each GM latency in one simulation
-(tb/bench/sim.py), and writes sim_build/bench/bench.txt (the table printed here),
-bench.json (every raw number) and efficiency.png. Exits 1 if any program's memories
+Builds the generated Verilog with `--max-outstanding N` (default 64) in
+sim_build/bench/n<N>/ (tb/run.py's flow), runs the shape suite and the row-size sweep
+(tb/bench/suite.py) at each GM latency in one simulation (tb/bench/sim.py), and writes
+bench.txt (the table printed here), bench.json (every raw number) and efficiency.png to
+sim_build/bench/ (for another N, to sim_build/bench/n<N>/). Exits 1 if any program's memories
 differ from the golden model's or the simulation fails; a MISS of the efficiency goal is
 reported, not an error.
 """
@@ -22,10 +23,14 @@ from tb.bench import metrics, suite
 OUT = tb_run.BUILD / "bench"
 WIDTH = 32
 LATENCIES = (32, 200)
+# AXI bursts in flight per direction in the benchmarked build: enough 4-beat bursts to
+# cover L = 200 (about (L + 4) / 4 + 1). `make verilog`, `make sim` and the FPGA keep 8.
+MAX_OUTSTANDING = 64
 SHAPE_GOAL, MEAN_GOAL = 0.90, 0.95
 
 HEADER = """\
-MTE DMA copy efficiency: the RTL (Verilator), profile {profile}, W = {width} bytes.
+MTE DMA copy efficiency: the RTL (Verilator), profile {profile}, W = {width} bytes,
+max_outstanding = {max_outstanding} AXI bursts in flight per direction.
 GM: a pipelined memory of fixed latency L, the first R beat L cycles after its AR
 handshake and the B response L cycles after a burst's last W beat, any number of bursts
 outstanding; no backpressure on any channel.
@@ -156,9 +161,9 @@ def sweep_table(curves, peaks):
     return lines
 
 
-def report(shapes, curves, peaks, profile, latencies):
-    lines = [HEADER.format(profile=profile, width=WIDTH, shape_goal=SHAPE_GOAL,
-                           mean_goal=MEAN_GOAL), ""]
+def report(shapes, curves, peaks, profile, latencies, max_outstanding):
+    lines = [HEADER.format(profile=profile, width=WIDTH, max_outstanding=max_outstanding,
+                           shape_goal=SHAPE_GOAL, mean_goal=MEAN_GOAL), ""]
     lines += shape_table(shapes, latencies)
     lines += ["", "Bus timeline of each copy (cycles from its acceptance; data span = last - "
               "first data beat + 1, beats = GM-side beats):"]
@@ -221,6 +226,8 @@ def argument_parser():
     parser.add_argument("--profile", default="a5")
     parser.add_argument("--latency", type=int, action="append",
                         help=f"GM latency in cycles (repeatable; default {LATENCIES})")
+    parser.add_argument("--max-outstanding", type=int, default=MAX_OUTSTANDING,
+                        help=f"AXI bursts in flight per direction (default {MAX_OUTSTANDING})")
     parser.add_argument("--no-sweep", dest="sweep", action="store_false",
                         help="the shape suite only")
     return parser
@@ -230,36 +237,43 @@ def main(argv=None):
     args = argument_parser().parse_args(argv)
     latencies = args.latency or list(LATENCIES)
     started = time.monotonic()
-    runner, build_dir = tb_run.build("verilator", args.profile, WIDTH, waves=False, root=OUT)
+    # One build per max_outstanding, so switching between them does not rebuild; the
+    # outputs of a build other than the default's go next to it.
+    build_root = OUT / f"n{args.max_outstanding}"
+    out = OUT if args.max_outstanding == MAX_OUTSTANDING else build_root
+    runner, build_dir = tb_run.build(
+        "verilator", args.profile, WIDTH, waves=False, root=build_root,
+        gen_args=["--max-outstanding", str(args.max_outstanding)])
     env = {"MTE_PROFILE": args.profile, "MTE_BENCH_LATENCIES": ",".join(map(str, latencies)),
            "MTE_BENCH_SWEEP": "1" if args.sweep else "0", "COCOTB_LOG_LEVEL": "WARNING",
            "PYTHONWARNINGS": "ignore::DeprecationWarning"}
     records = tb_run.run(runner, build_dir, ["bench"], env, waves=False,
-                         log_file=OUT / "sim.log", test_module="tb.bench.sim")
+                         log_file=out / "sim.log", test_module="tb.bench.sim")
     failed = tb_run.failed_tests(build_dir / "results.xml")
     if not records:
-        print(f"the simulation reported nothing (see {OUT / 'sim.log'})")
+        print(f"the simulation reported nothing (see {out / 'sim.log'})")
         return 1
     cases = {c.name: c for c in suite.shapes(args.profile) + suite.sweep(args.profile)}
     results = evaluate(records, cases)
     shapes = [r for r in results if not r.size]
     curves = sweep_curves([r for r in results if r.size])
     peaks = half_peaks(curves)
-    text = report(shapes, curves, peaks, args.profile, latencies)
+    text = report(shapes, curves, peaks, args.profile, latencies, args.max_outstanding)
     print(text)
-    (OUT / "bench.txt").write_text(text + "\n")
-    raw = {"profile": args.profile, "width": WIDTH, "latencies": latencies,
+    (out / "bench.txt").write_text(text + "\n")
+    raw = {"profile": args.profile, "width": WIDTH, "max_outstanding": args.max_outstanding,
+           "latencies": latencies,
            "goals": {"shape": SHAPE_GOAL, "mean": MEAN_GOAL},
            "means": {str(lat): mean_efficiency(shapes, lat) for lat in latencies},
            "results": [dict(vars(r), efficiency=r.efficiency) for r in results],
            "half_peak": peaks}
-    (OUT / "bench.json").write_text(json.dumps(raw, indent=1) + "\n")
+    (out / "bench.json").write_text(json.dumps(raw, indent=1) + "\n")
     if curves:
-        plot(shapes, curves, peaks, latencies, OUT / "efficiency.png")
+        plot(shapes, curves, peaks, latencies, out / "efficiency.png")
     mismatches = [f for r in results for f in r.failures]
     for failure in mismatches:
         print(f"MISMATCH {failure}")
-    print(f"outputs: {OUT / 'bench.txt'}, {OUT / 'bench.json'}, {OUT / 'efficiency.png'}; "
+    print(f"outputs: {out / 'bench.txt'}, {out / 'bench.json'}, {out / 'efficiency.png'}; "
           f"{time.monotonic() - started:.0f} s; "
           f"{'FAILED: ' + ', '.join(failed) if failed else 'RTL agrees with the model'}")
     return 1 if failed or mismatches else 0

@@ -1,0 +1,303 @@
+"""cocotb test of the FPGA top (`mte_dma_fpga`) driven only as a CPU drives it.
+
+Everything the test does to the engine goes through the AXI4-Lite registers of
+hdl/regmap.py (cocotbext-axi's `AxiLiteMaster` on `s_axil`): UB contents are written and
+read back through the UB_ADDR / UB_DATA window, command words are pushed into CMD no
+faster than CMD_FREE allows, the end of a program is the `irq` line, and the outcome is
+read from the per-pipe status registers. GM is an AXI4 slave on `m_axi` (tb/harness.py's
+GmReader / GmWriter). Each program's whole UB and every GM window are compared with the
+golden model (tb/scoreboard.py), 0xAA guard bytes around everything a program touches.
+
+tb/fpga_run.py (and tests/test_cocotb_fpga.py) build the Verilog and run this module;
+MTE_PROFILE names the profile it was generated for.
+"""
+
+import logging
+import os
+import random
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import ClockCycles, First, RisingEdge
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
+from cocotbext.axi.constants import AxiResp
+
+from hdl import regmap
+from model.engine import COPY_OPCODES
+from model.isa import PROFILES, ErrorCode
+from model.seeds import EXAMPLES
+from tb.harness import CLOCK_NS, BusStats, GlobalMemory, GmReader, GmWriter, PipeStatus
+from tb.programs import GUARD, case_seed, example_cases, generate
+from tb.scoreboard import ENGINE_PIPES, compare, drain_points, expect, instr_pipe
+from tb.test_mte import RESET_REGISTERS
+
+REG = {r.name: r.offset for r in regmap.REGISTERS}
+IRQ_DONE = 1 << regmap.BY_NAME["IRQ_STATUS"].field("done").lsb
+IRQ_ERROR = 1 << regmap.BY_NAME["IRQ_STATUS"].field("error").lsb
+IRQ_LINE = 1 << regmap.BY_NAME["IRQ_STATUS"].field("irq").lsb
+WATCHDOG = 100_000          # cycles a program may take before its interrupt
+CHUNK = 1024                # AXI4-Lite accesses queued at once
+EXAMPLE = "000/3 padded load f16"
+
+
+def cycle():
+    return int(get_sim_time(unit="ns")) // CLOCK_NS
+
+
+def field(register, name, value):
+    f = regmap.BY_NAME[register].field(name)
+    return value >> f.lsb & (1 << f.width) - 1
+
+
+class Cpu:
+    """A CPU's view of the FPGA top: 32-bit register reads and writes over AXI4-Lite."""
+
+    def __init__(self, dut):
+        logging.getLogger(f"cocotb.{dut._name}.s_axil_").setLevel(logging.WARNING)
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
+        self.ub_size = None         # from CONFIG
+        self.ub = None              # what the CPU knows UB holds (None: nothing)
+        self.commands = 0           # commands pushed since reset: how the engine numbers them
+        self.waits = 0              # CMD_FREE reads that found too little room
+
+    async def read(self, name):
+        response = await self.axil.read(REG[name], 4)
+        assert response.resp == AxiResp.OKAY, f"read {name}: {response.resp}"
+        return int.from_bytes(response.data, "little")
+
+    async def write(self, name, value):
+        response = await self.axil.write(REG[name], value.to_bytes(4, "little"))
+        assert response.resp == AxiResp.OKAY, f"write {name}: {response.resp}"
+
+    async def _writes(self, name, values):
+        """Back-to-back writes of one register (CMD, UB_DATA), queued a chunk at a time."""
+        for start in range(0, len(values), CHUNK):
+            events = [self.axil.init_write(REG[name], int(v).to_bytes(4, "little"))
+                      for v in values[start:start + CHUNK]]
+            await events[-1].wait()
+            assert all(e.data.resp == AxiResp.OKAY for e in events), f"write {name} failed"
+
+    async def write_ub(self, image):
+        """Make UB hold `image`: every word the first time, then the runs of words that
+        differ from what the CPU last saw."""
+        words = np.frombuffer(image, dtype="<u4")
+        if self.ub is None:
+            changed = np.ones(len(words), dtype=bool)
+        else:
+            changed = words != np.frombuffer(self.ub, dtype="<u4")
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], changed.astype(np.int8), [0]))))
+        for first, end in zip(edges[::2], edges[1::2]):
+            await self.write("UB_ADDR", int(first) * 4)
+            await self._writes("UB_DATA", words[first:end])
+        self.ub = bytes(image)
+
+    async def read_ub(self):
+        """The whole UB through the window (UB_ADDR steps by 4 on every UB_DATA read)."""
+        await self.write("UB_ADDR", 0)
+        out, words = bytearray(), self.ub_size // 4
+        for start in range(0, words, CHUNK):
+            events = [self.axil.init_read(REG["UB_DATA"], 4)
+                      for _ in range(min(CHUNK, words - start))]
+            await events[-1].wait()
+            assert all(e.data.resp == AxiResp.OKAY for e in events), "UB_DATA read failed"
+            out += b"".join(e.data.data for e in events)
+        self.ub = bytes(out)
+        return self.ub
+
+    async def push(self, words, command_words):
+        """Push command words, never more than CMD_FREE says the FIFO has room for."""
+        sent = 0
+        while sent < len(words):
+            free = await self.read("CMD_FREE")
+            assert free <= regmap.CMD_FIFO_DEPTH, f"CMD_FREE reads {free}"
+            if free < min(regmap.CMD_FIFO_DEPTH, len(words) - sent):
+                self.waits += 1
+            await self._writes("CMD", words[sent:sent + free])
+            sent += free
+        self.commands += len(command_words)
+
+    async def status(self, pipe):
+        p = pipe.name
+        lo, hi = await self.read(f"{p}_ERROR_ADDR_LO"), await self.read(f"{p}_ERROR_ADDR_HI")
+        return PipeStatus(await self.read(f"{p}_STATUS"), await self.read(f"{p}_COMPLETED"),
+                          await self.read(f"{p}_ERROR"), await self.read(f"{p}_ERROR_INDEX"),
+                          lo | hi << 32)
+
+
+class Gm:
+    """GM on `m_axi`: the windows of the program running now (GmReader/GmWriter's owner)."""
+
+    def __init__(self, dut):
+        logging.getLogger(f"cocotb.{dut._name}.m_axi_").setLevel(logging.WARNING)
+        bus, stats = AxiBus.from_prefix(dut, "m_axi_"), BusStats()
+        self.gm = GlobalMemory(())
+        self.reader = GmReader(bus.read, dut.clk, dut.rst, self, random.Random(1), stats)
+        self.writer = GmWriter(bus.write, dut.clk, dut.rst, self, stats)
+
+
+@dataclass
+class Fpga:
+    dut: object
+    cpu: Cpu
+    gm: Gm
+    profile: str
+
+
+async def start(dut):
+    profile = os.environ.get("MTE_PROFILE", "a5")
+    Clock(dut.clk, CLOCK_NS, unit="ns").start()
+    dut.rst.value = 1
+    fpga = Fpga(dut, Cpu(dut), Gm(dut), profile)
+    await ClockCycles(dut.clk, 4)
+    dut.rst.value = 0
+    await RisingEdge(dut.clk)
+    return fpga
+
+
+async def wait_irq(fpga):
+    """Cycles until `irq` is high; fails after WATCHDOG cycles."""
+    dut, begin = fpga.dut, cycle()
+    if not dut.irq.value:
+        await First(RisingEdge(dut.irq), ClockCycles(dut.clk, WATCHDOG))
+    assert dut.irq.value, f"no interrupt in {WATCHDOG} cycles"
+    return cycle() - begin
+
+
+@dataclass
+class Run:
+    irq_status: int          # IRQ_STATUS at the first interrupt
+    busy: set                # pipes whose STATUS.busy read 1 once the last word was in
+    cycles: int              # from the first word pushed to done
+
+
+async def push_and_wait(fpga, words, command_words):
+    """Push a program with only the error interrupt enabled (the engine may go idle
+    between words), then enable `done` too and wait for the interrupt, and then for `done`
+    should an error have come first."""
+    cpu = fpga.cpu
+    await cpu.write("IRQ_ENABLE", IRQ_ERROR)
+    begin = cycle()
+    await cpu.push(words, command_words)
+    busy = {pipe for pipe in ENGINE_PIPES if await cpu.read(f"{pipe.name}_STATUS")}
+    await cpu.write("IRQ_ENABLE", IRQ_DONE | IRQ_ERROR)
+    await wait_irq(fpga)
+    first = await cpu.read("IRQ_STATUS")
+    if not first & IRQ_DONE:
+        await cpu.write("IRQ_ENABLE", IRQ_DONE)
+        await wait_irq(fpga)
+    return Run(first, busy, cycle() - begin)
+
+
+async def run_program(fpga, case, latency=8):
+    """Run one case through the CSR and check memories and status against the model.
+    Each GM read burst waits up to `latency` cycles before its data."""
+    cpu, expectation = fpga.cpu, expect(case)
+    fpga.gm.gm = GlobalMemory(case.gm, case.fault_pages)
+    fpga.gm.reader.max_latency = latency
+    await cpu.write_ub(case.ub)
+    # the model starts every program from the registers' reset values
+    await push_and_wait(fpga, *RESET_REGISTERS)
+    before = {pipe: (await cpu.status(pipe)).completed for pipe in ENGINE_PIPES}
+    base = cpu.commands
+    run = await push_and_wait(fpga, expectation.words, expectation.command_words)
+    expect_error = expectation.error is not None
+    assert bool(run.irq_status & IRQ_ERROR) == expect_error, f"{case.name}: IRQ_STATUS " \
+        f"{run.irq_status:#x} at the interrupt, model error {expectation.error}"
+    irq_status = await cpu.read("IRQ_STATUS")
+    assert irq_status == IRQ_DONE | IRQ_LINE | (IRQ_ERROR if expect_error else 0), \
+        f"{case.name}: IRQ_STATUS {irq_status:#x} once done"
+
+    for pipe in ENGINE_PIPES:
+        got, want = await cpu.status(pipe), expectation.pipes[pipe]
+        label = f"{case.name}: {pipe.name}"
+        assert got.busy == 0, f"{label} busy after done"
+        assert got.completed - before[pipe] == want.completed, \
+            f"{label} completed {got.completed - before[pipe]}, the model {want.completed}"
+        assert got.error == want.error, f"{label} error {got.error}, expected {want.error!r}"
+        if want.error != ErrorCode.NONE:
+            assert got.error_index == base + want.error_index, \
+                f"{label} error index {got.error_index}, expected {base + want.error_index}"
+        if want.error == ErrorCode.BUS_ERROR:
+            assert got.error_addr == want.error_addr, \
+                f"{label} error address {got.error_addr:#x}, expected {want.error_addr:#x}"
+
+    ub = await cpu.read_ub()
+    mismatches = compare(expectation, expectation.checkpoints[-1], ub, fpga.gm.gm.images(),
+                         cycle(), case.name)
+    assert not mismatches, "\n".join(map(str, mismatches))
+    fpga.dut._log.info("%s: %d commands, %d words, %d cycles", case.name,
+                       expectation.commands, len(expectation.words), run.cycles)
+    return run
+
+
+async def clear_error(fpga):
+    """The error interrupt is up until IRQ_STATUS.error is written with 1; then every
+    pipe's error registers read zero and the line drops."""
+    cpu, dut = fpga.cpu, fpga.dut
+    await cpu.write("IRQ_ENABLE", IRQ_ERROR)
+    assert dut.irq.value == 1, "error interrupt not raised"
+    assert await cpu.read("IRQ_STATUS") == IRQ_DONE | IRQ_ERROR | IRQ_LINE
+    await cpu.write("IRQ_STATUS", IRQ_ERROR)
+    assert await cpu.read("IRQ_STATUS") == IRQ_DONE
+    assert dut.irq.value == 0, "irq still high after the error was cleared"
+    for pipe in ENGINE_PIPES:
+        status = await cpu.status(pipe)
+        assert (status.error, status.error_index, status.error_addr) == (0, 0, 0), \
+            f"{pipe.name} error registers after the clear: {status}"
+
+
+def guarded_example(name, profile):
+    """A seed example with its UB outside the preloaded data at GUARD, not zero."""
+    index = next(i for i, e in enumerate(EXAMPLES) if e.name == name)
+    ub = np.full(PROFILES[profile].ub_size, GUARD, dtype=np.uint8)
+    for addr, data in EXAMPLES[index].ub:
+        ub[addr:addr + len(data)] = np.frombuffer(bytes(data), dtype=np.uint8)
+    return replace(example_cases()[index], ub=ub.tobytes(), profile=profile)
+
+
+def mixed_program(profile, copies=24):
+    """The first generated legal program of `copies` copies with copies on MTE2, MTE3 and
+    V and a wait_flag between two of them (about a hundred commands: more than the pipes'
+    queues and the CSR's FIFO hold together)."""
+    for index in range(100):
+        case = generate(case_seed("fpga", index), None, profile, copies=copies)
+        e = expect(case)
+        pipes = {instr_pipe(i) for i in e.instrs if i.op.opcode in COPY_OPCODES}
+        if pipes == set(ENGINE_PIPES) and drain_points(e.instrs):
+            return case
+    raise AssertionError("no generated program has all three pipes and flags")
+
+
+@cocotb.test()
+async def cpu_programs(dut):
+    """Identity, a seed example, a random program on every pipe, a rule error (reported,
+    interrupting, cleared by write-1-to-clear) and the program after it, and a bus error
+    with its address."""
+    fpga = await start(dut)
+    cpu = fpga.cpu
+    assert await cpu.read("ID") == regmap.ID_VALUE
+    config = await cpu.read("CONFIG")
+    assert field("CONFIG", "width_bytes", config) == len(dut.m_axi__wdata) // 8, f"{config:#x}"
+    cpu.ub_size = field("CONFIG", "ub_kib", config) * 1024
+    assert cpu.ub_size == PROFILES[fpga.profile].ub_size, f"CONFIG {config:#x}"
+    assert await cpu.read("CMD_FREE") == regmap.CMD_FIFO_DEPTH
+
+    await run_program(fpga, guarded_example(EXAMPLE, fpga.profile))
+    # slow GM reads back the commands up into the CSR's FIFO
+    run = await run_program(fpga, mixed_program(fpga.profile), latency=400)
+    assert cpu.waits, "no push ever found the command FIFO short of room"
+    assert run.busy, "no pipe read busy with its commands still queued"
+
+    misaligned = generate(case_seed("fpga-error", 0), ErrorCode.UB_MISALIGNED, fpga.profile)
+    await run_program(fpga, misaligned)
+    await clear_error(fpga)
+    await run_program(fpga, generate(case_seed("fpga-after-error", 0), None, fpga.profile))
+
+    bus_error = generate(case_seed("fpga-error", 1), ErrorCode.BUS_ERROR, fpga.profile)
+    await run_program(fpga, bus_error)
+    await clear_error(fpga)
+    dut._log.info("%d CMD_FREE reads found the FIFO short of room", cpu.waits)

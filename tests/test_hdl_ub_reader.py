@@ -1,0 +1,79 @@
+"""UbReader against a UB read port model: every row's words in order, at full rate."""
+
+import random
+
+import pytest
+
+from hdl.ub_reader import UbReader
+from hdl_helpers import run_sim
+
+W = 32
+
+
+def word(addr):
+    return (addr * 0x9E3779B1 + 7) % (1 << (8 * W))
+
+
+def run_reader(rows, rng, ub_ready, words_ready, latency=(2, 2)):
+    """Offers `rows` ((first, last) word numbers) and returns (words taken, per cycle:
+    (rows offered, ub request made, row taken))."""
+    dut = UbReader(W)
+    expected = sum(last - first + 1 for first, last in rows)
+    got, trace = [], []
+
+    async def bench(ctx):
+        pending, due, cycle, free_at = list(rows), {}, 0, 0
+        while len(got) < expected:
+            assert cycle < 20 * expected + 100, "no progress"
+            ready = rng.random() < ub_ready
+            take = rng.random() < words_ready
+            ctx.set(dut.ub.ready, ready)
+            ctx.set(dut.words.ready, take)
+            ctx.set(dut.rows.valid, bool(pending))
+            if pending:
+                ctx.set(dut.rows.payload, {"first": pending[0][0], "last": pending[0][1]})
+            landing = due.pop(cycle, None)
+            ctx.set(dut.ub.rvalid, landing is not None)
+            ctx.set(dut.ub.rdata, word(landing) if landing is not None else 0)
+            *_, valid, addr, row_ready, w_valid, w_data = await ctx.tick().sample(
+                dut.ub.valid, dut.ub.addr, dut.rows.ready, dut.words.valid,
+                dut.words.payload)
+            if valid and ready:
+                # in order, two or more cycles later (the UB's contract)
+                free_at = max(free_at + 1, cycle + rng.randint(*latency))
+                due[free_at] = addr
+            trace.append((bool(pending), bool(valid and ready), bool(pending and row_ready)))
+            if pending and row_ready:
+                pending.pop(0)
+            if w_valid and take:
+                got.append(w_data)
+            cycle += 1
+
+    run_sim(dut, bench)
+    return got, trace
+
+
+def expected_words(rows):
+    return [word(a) for first, last in rows for a in range(first, last + 1)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rows_under_random_stalls(seed):
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(60):
+        first = rng.randrange(4000)
+        rows.append((first, first + rng.choice((0, 0, 1, 2, rng.randrange(20)))))
+    got, _ = run_reader(rows, rng, ub_ready=0.7, words_ready=0.6, latency=(2, 5))
+    assert got == expected_words(rows)
+
+
+def test_full_rate_and_first_request_with_the_row():
+    rng = random.Random(9)
+    rows = [(10, 10), (11, 13), (40, 40), (41, 41), (100, 107)]
+    got, trace = run_reader(rows, rng, ub_ready=1.0, words_ready=1.0)
+    assert got == expected_words(rows)
+    requests = [cycle for cycle, (_, asked, _) in enumerate(trace) if asked]
+    # the first word is asked for in the first cycle, then one word per cycle
+    assert requests == list(range(len(got)))
+    assert trace[0] == (True, True, True)
