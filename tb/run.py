@@ -9,8 +9,9 @@ The Verilog comes from `python -m hdl.gen` into sim_build/<profile>_w<width>/; e
 (simulator, profile, width, waves) combination is built once, in its own directory, and
 rebuilt only when the generated Verilog changes. One simulator run executes every program
 (tb/test_mte.py). SIM=icarus uses Icarus Verilog; WAVES=1 writes a waveform next to the
-build: FST (VCD when the C++ compiler lacks the lz4 headers Verilator's FST writer needs). Prints a table (programs, commands, bytes, mismatches, cycles) and exits 1 if
-any program differs from the model.
+build: FST (VCD when the C++ compiler lacks the lz4 or zlib headers Verilator's FST writer
+needs). Prints a table (programs, commands, bytes, mismatches, cycles) and exits 1 if any
+program differs from the model.
 """
 
 import argparse
@@ -66,9 +67,11 @@ def generate_verilog(profile, width, root=BUILD, toplevel=TOPLEVEL, gen_args=())
 
 
 def fst_available():
-    """Verilator's FST writer needs the lz4 headers; without them it writes VCD."""
+    """Verilator's FST writer includes both lz4.h and zlib.h (and links -llz4 -lz); with
+    either missing a --trace-fst build fails to compile, so it writes VCD instead."""
     probe = subprocess.run([os.environ.get("CXX", "c++"), "-E", "-x", "c++", "-"],
-                           input="#include <lz4.h>\n", capture_output=True, text=True)
+                           input="#include <lz4.h>\n#include <zlib.h>\n", capture_output=True,
+                           text=True)
     return probe.returncode == 0
 
 
