@@ -86,8 +86,8 @@ class AddressGenerator(wiring.Component):
     after it was taken. `busy`: a taken copy still has rows to emit.
 
     `abort` cuts a copy short (a bus error downstream): if the copy it names is the one
-    being walked, the next row generated is that copy's final one, marked `last`, and the
-    rest of its loop nest is not walked. Rows already generated still go out, so the copy
+    being walked, the row generated after the next one is that copy's final one, marked
+    `last`, and the rest of its loop nest is not walked. Rows already generated still go out, so the copy
     ends after what is in flight; a request for a copy no longer walked does nothing.
 
     Pipeline: a walk stage (loop counters and the low halves of the addresses, incremental
@@ -125,11 +125,12 @@ class AddressGenerator(wiring.Component):
 
         # Copies are numbered as the datapath counts them: non-empty ones, from 0.
         number = Signal(COPY_SEQ_BITS, init=-1 % 2 ** COPY_SEQ_BITS)
+        # A request is registered before it ends the copy, so the copy-number compare is
+        # not in front of the loop counters' enables.
         aborted = Signal()
-        abort_now = aborted | (self.abort.valid & (self.abort.copy == number))
-        ending = last_row | abort_now
+        ending = last_row | aborted
         with m.If(walking):
-            m.d.sync += aborted.eq(abort_now)
+            m.d.sync += aborted.eq(aborted | (self.abort.valid & (self.abort.copy == number)))
 
         take = self.copy.valid & self.copy.ready
         m.d.comb += [self.copy.ready.eq(~walking & advance),

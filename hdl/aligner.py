@@ -9,8 +9,11 @@ dst_off < src_off it is lo = word k, hi = word k+1. So the rotation depends only
 row, and can be a pipeline that knows nothing of word boundaries; the merge after it
 only picks, per lane, between two queued words.
 
-The rotation is a log-shifter split into registered stages of two mux levels (4:1 per
-bit), ceil(log2(W) / 2) stages. The merge reads the two oldest entries of a 4-deep queue
+The rotation is a log-shifter split into registered stages that each resolve
+ROTATE_BITS = 3 bits of the rotate amount (an 8:1 mux per bit, as a balanced tree of 2:1
+muxes on the amount bits; on ECP5, four LUT4s and the slice's PFUMX/L6MUX muxes, one
+LUT level), ceil(log2(W) / 3) stages, the last resolving the bits left over: 2 stages
+at W = 16, 32 and 64. The merge reads the two oldest entries of a 4-deep queue
 and retires up to two per output word: a row whose first output needs two source words
 (dst_off < src_off) draws on words the queue took in while an earlier output needed
 none, so no row costs a cycle more than the larger of its input and output word counts.
@@ -28,6 +31,9 @@ from amaranth.lib.wiring import In, Out
 
 from .layouts import LEN_BITS
 
+# Bits of the rotate amount each rotator stage resolves: an 8:1 mux per data bit.
+ROTATE_BITS = 3
+
 # The merge sees the two oldest entries; two more keep the rotator flowing. A power of
 # two: the ring's pointers wrap by truncation.
 QUEUE_DEPTH = 4
@@ -42,8 +48,16 @@ def offset_bits(width_bytes):
 
 
 def rotate_stages(width_bytes):
-    """Registered stages of the rotator: each resolves two bits of the rotate amount."""
-    return -(-offset_bits(width_bytes) // 2)
+    """Registered stages of the rotator: each resolves ROTATE_BITS bits of the rotate
+    amount, the last the bits left over."""
+    return -(-offset_bits(width_bytes) // ROTATE_BITS)
+
+
+def _rotate_slices(width_bytes):
+    """Per rotator stage, the bits [lo, hi) of the rotate amount it resolves."""
+    shift = offset_bits(width_bytes)
+    return [(lo, min(lo + ROTATE_BITS, shift))
+            for lo in range(0, ROTATE_BITS * rotate_stages(width_bytes), ROTATE_BITS)]
 
 
 def align_row_layout(width_bytes):
@@ -87,12 +101,13 @@ def _tag_layout(width_bytes):
 
 
 def _rotate_left(value, amount, unit):
-    """`value` rotated left by `amount` * `unit` bits; `amount` is at most 2 bits wide."""
-    choices = [value.rotate_left(k * unit) for k in range(1 << len(amount))]
-    if len(amount) == 1:
-        return Mux(amount[0], choices[1], choices[0])
-    return Mux(amount[1], Mux(amount[0], choices[3], choices[2]),
-               Mux(amount[0], choices[1], choices[0]))
+    """`value` rotated left by `amount` * `unit` bits; `amount` is 1 to ROTATE_BITS bits
+    wide. The 2 ** len(amount) fixed rotations are chosen by a balanced tree of 2:1 muxes
+    on the amount bits (an 8:1 mux per bit at 3 bits), not by a variable shift."""
+    if not 1 <= len(amount) <= ROTATE_BITS:
+        raise ValueError(f"rotate amount must be 1 to {ROTATE_BITS} bits, "
+                         f"not {len(amount)}")
+    return _pick([value.rotate_left(k * unit) for k in range(1 << len(amount))], amount)
 
 
 def _pick(choices, index):
@@ -184,14 +199,15 @@ class Aligner(wiring.Component):
     Throughput: a row costs max(input words, output words) cycles, with no cycle between
     rows, as long as `src` offers a word and `dst` takes one every cycle.
 
-    Latency, with L = ceil(log2(W) / 2) rotator stages: a row taken from `rows` on edge t
-    passes two set-up registers (its offsets' sums, then the merge's decisions) and is
-    set up on edge t + 2 at the earliest; its first source word can be taken on the next
-    edge, and a source word taken on edge u reaches the queue on edge u + L; the output
-    word that needs it is on `dst` after edge u + L + 1. So on an idle aligner, a row taken
-    on edge t has its first output word on `dst` after edge t + L + 4 (t + L + 5 when
-    dst_off < src_off and the row spans two source words). The set-up registers fill
-    while earlier rows run, so rows still follow each other with no gap.
+    Latency, with L = ceil(log2(W) / 3) rotator stages (L = 2 at W = 16, 32 and 64): a
+    row taken from `rows` on edge t passes two set-up registers (its offsets' sums, then
+    the merge's decisions) and is set up on edge t + 2 at the earliest; its first source
+    word can be taken on the next edge, and a source word taken on edge u reaches the
+    queue on edge u + L; the output word that needs it is on `dst` after edge u + L + 1.
+    So on an idle aligner, a row taken on edge t has its first output word on `dst` after
+    edge t + L + 4 (t + L + 5 when dst_off < src_off and the row spans two source words),
+    i.e. after edge t + 6 (t + 7) at W = 16, 32 and 64. The set-up registers fill while
+    earlier rows run, so rows still follow each other with no gap.
 
     `src.ready` and `rows.ready` depend only on registers (the first set-up register is a
     `skid_stage`); `dst.ready` only steps the output queue (see buffered_output). No valid
@@ -234,7 +250,8 @@ class Aligner(wiring.Component):
         next_row = Signal()
         setup_valid, setup = self._setup(m, tag_layout, index_bits, next_row)
 
-        # --- Rotator: stage i holds its word rotated by amount bits [0, 2i + 2). All
+        # --- Rotator: stage i holds its word rotated by amount bits [0, hi) of its
+        # _rotate_slices entry (ROTATE_BITS more per stage, the last the rest). All
         # stages move together; they hold only while the last one has a word the queue
         # has no room for, so the enable is one gate from registers.
         stages = rotate_stages(width)
@@ -281,16 +298,16 @@ class Aligner(wiring.Component):
                 src_last.eq(src_left == 1),
             ]
 
-        for i in range(stages):
+        for i, (lo, hi) in enumerate(_rotate_slices(width)):
             if i == 0:
                 valid_in, data_in, tag_in = src_take, self.src.payload.data, tag
             else:
                 valid_in, data_in, tag_in = st_valid[i - 1], st[i - 1].data, st[i - 1].tag
-            amount = tag_in.r[2 * i:2 * i + 2]
+            amount = tag_in.r[lo:hi]
             with m.If(advance):
                 m.d.sync += [
                     st_valid[i].eq(valid_in),
-                    st[i].data.eq(_rotate_left(data_in, amount, 8 << (2 * i))),
+                    st[i].data.eq(_rotate_left(data_in, amount, 8 << lo)),
                     st[i].tag.eq(tag_in),
                 ]
 

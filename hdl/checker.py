@@ -109,27 +109,39 @@ def _capped(value, cap):
     return value[:cap], value[cap:].any() if len(value) > cap else Const(0, 1)
 
 
-def _partial_products(m, a, b, cap, stage, name):
-    """a*b, for registers a and b valid at `stage`, as partial products of at most
-    MUL_BITS x MUL_BITS bits each, in the form `_sum_tree` sums: ((value shifted to its
-    weight, flag), stage). Bits of weight 2^cap and up only set the flag, so a product
-    wholly above them needs no multiplier (it is ready at stage + 1). A multiplier gets
-    its operands from registers of its own and gives its product a register (ready at
-    stage + 2), so the block's routing in and out is not in series with its delay."""
+def _load(m, accept, value, name):
+    """A register loaded with the request (valid at stage 1, held until the next accept)."""
+    reg = Signal(value.shape(), name=name)
+    with m.If(accept):
+        m.d.sync += reg.eq(value)
+    return reg
+
+
+def _partial_products(m, accept, a, b, cap, name, weight=0):
+    """(a*b) << weight, for Values a and b of the request being accepted, as partial
+    products of at most MUL_BITS x MUL_BITS bits each, in the form `_sum_tree` sums:
+    ((value shifted to its weight, flag), stage). Bits of weight 2^cap and up only set the
+    flag, so a product wholly above them needs no multiplier, only a nonzero test of its
+    factors (stage 2). A multiplier loads its operands into registers of its own with the
+    request (stage 1; no shared net drives all the DSP blocks, and they can be the block's
+    input registers) and gives its product a register (stage 2), so the block's routing
+    in and out is not in series with its delay."""
     terms = []
     for i in range(0, len(a), MUL_BITS):
         for j in range(0, len(b), MUL_BITS):
-            x, y, shift = a[i:i + MUL_BITS], b[j:j + MUL_BITS], i + j
+            x, y, shift = a[i:i + MUL_BITS], b[j:j + MUL_BITS], weight + i + j
+            x = _load(m, accept, x, f"{name}_{i}_{j}_a")
+            y = _load(m, accept, y, f"{name}_{i}_{j}_b")
             if shift >= cap:
                 over = _reg(m, (x != 0) & (y != 0), f"{name}_{i}_{j}_over")
-                terms.append(((Const(0, 1), over), stage + 1))
+                terms.append(((Const(0, 1), over), 2))
                 continue
-            product = _reg(m, x, f"{name}_{i}_a") * _reg(m, y, f"{name}_{j}_b")
+            product = x * y
             keep = cap - shift
             value = _reg(m, product[:keep], f"{name}_{i}_{j}") << shift
             over = (_reg(m, product[keep:].any(), f"{name}_{i}_{j}_over")
                     if len(product) > keep else Const(0, 1))
-            terms.append(((value, over), stage + 2))
+            terms.append(((value, over), 2))
     return terms
 
 
@@ -168,26 +180,31 @@ class CopyChecker(wiring.Component):
     plus es, select, empty (any count or len_burst 0) and src_end / dst_end (one past the
     last byte of each side's span). FIELD_RANGE never occurs: a field that fits its bits
     is in range.
+    passing: high on the cycle before `result.valid` rises when that result will pass
+    (error NONE, not empty), so a consumer can register its decision to start the copy
+    and start it as the result arrives; src_end and dst_end are already valid then.
 
     One copy at a time: the request is held in a register and a free-running pipeline
     evaluates it; the result is valid `LATENCY[kind]` cycles after the request was accepted
-    (8 for MTE2/MTE3, 6 for UB->UB) and stays stable until taken. A new request is
+    (7 for MTE2/MTE3, 4 for UB->UB) and stays stable until taken. A new request is
     accepted from the cycle after the result is taken (`request.ready` is a register
     compare, so it does not wait on the consumer's decision), so one copy per
-    `latency` + 1 cycles. Holding
-    one copy needs no delay line for the ~400 request bits the result passes on, and a
+    `latency` + 1 cycles. Holding one copy needs no delay line for the ~400 request bits the result passes on, and a
     copy keeps its datapath busy for at least as long as it has rows.
 
     Stages (registers valid n cycles after the request was accepted): 1 element size,
-    counts - 1, count > 1, empty; 2 the multipliers' operands, the field rules (element
-    size, padding, alignment), the MTE2 row footprint; 3 partial products of the range
-    sums (18x18 bits, one ECP5 multiplier each), the stride rule; 3-4 the MTE2 row
-    extent E; 2-7 (2-5 for UB->UB) one adder level per stage summing each side's end
-    (`_sum_tree`, the sums kept to the width of the ends and an overflow flag); 8 (6) the
-    range and overlap comparisons and the rule priority, into the error register.
+    count > 1, empty, UB->UB strides in lines, and each multiplier's own operand
+    registers (a slice of count - 1 and of the stride, loaded from the incoming request);
+    2 partial products of the range sums (18x18 bits, one ECP5 multiplier each; UB->UB
+    multiplies by its stride in lines, one multiplier per side), the field rules (element
+    size, padding, alignment; the MTE3 stride rule), the MTE2 row footprint; 3 the MTE2
+    stride rule; 3-4 the MTE2 row extent E; 2-6 (2-3 for UB->UB) one adder level per
+    stage summing each side's end (`_sum_tree`, the sums kept to the width of the ends and
+    an overflow flag); 7 (4) the range and overlap comparisons and the rule priority,
+    into the error register.
     """
 
-    LATENCY = {Opcode.COPY_GM_TO_UBUF: 8, Opcode.COPY_UBUF_TO_GM: 8, Opcode.COPY_UBUF_TO_UBUF: 6}
+    LATENCY = {Opcode.COPY_GM_TO_UBUF: 7, Opcode.COPY_UBUF_TO_GM: 7, Opcode.COPY_UBUF_TO_UBUF: 4}
 
     def __init__(self, kind, profile):
         assert kind in COPY_KINDS
@@ -197,6 +214,7 @@ class CopyChecker(wiring.Component):
         super().__init__({
             "request": In(stream.Signature(request_layout(kind))),
             "result": Out(stream.Signature(checked_copy_layout(kind))),
+            "passing": Out(1),
         })
 
     def elaborate(self, platform):
@@ -211,14 +229,17 @@ class CopyChecker(wiring.Component):
         if self.kind == Opcode.COPY_GM_TO_UBUF:
             derived.update(self._row_extent(m, held, derived))
         geom = self._geometry(held, derived)
-        ends = self._range_ends(m, derived, geom)
+        ends = self._range_ends(m, accept, incoming, geom)
         geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
         flags = self._rules(m, held, derived, geom, ends)
         error = Signal(ErrorCode)
-        m.d.sync += error.eq(self._priority(flags))
+        next_error = self._priority(flags)
+        m.d.sync += error.eq(next_error)
         # The error register is one stage after the slowest rule.
         assert max(stage for _, stage in flags.values()) + 1 == self.latency
-        self._handshake(m, accept, self.latency)
+        age = self._handshake(m, accept, self.latency)
+        m.d.comb += self.passing.eq((age == self.latency - 1) & (next_error == ErrorCode.NONE)
+                                    & ~derived["empty"])
 
         out = self.result.payload
         for name, value in geom.items():
@@ -232,7 +253,8 @@ class CopyChecker(wiring.Component):
         return m
 
     def _handshake(self, m, accept, latency):
-        """`result` is valid from cycle `latency` after the accept until it is taken."""
+        """`result` is valid from cycle `latency` after the accept until it is taken.
+        Returns the cycles since the accept (held at `latency` until the result is taken)."""
         age = Signal(range(latency + 1))
         m.d.comb += [self.result.valid.eq(age == latency),
                      self.request.ready.eq(age == 0)]
@@ -242,18 +264,18 @@ class CopyChecker(wiring.Component):
             m.d.sync += age.eq(0)
         with m.Elif(accept):
             m.d.sync += age.eq(1)
+        return age
 
     def _first_stage(self, m, accept, incoming):
-        """Stage 1, captured with the request: element size, counts - 1 and > 1, empty,
-        UB->UB strides in lines."""
+        """Stage 1, captured with the request: element size, counts > 1, empty, UB->UB
+        strides in lines."""
         fields = incoming.fields
         counts = {"n_burst": fields.n_burst}
         if has_loops(self.kind):
             counts.update(loop1_count=incoming.regs.loop1_count,
                           loop2_count=incoming.regs.loop2_count)
         derived = {"log2_es": Signal(LOG2_ES_BITS), "supported": Signal(), "empty": Signal()}
-        for name, value in counts.items():
-            derived[f"{name}_m1"] = Signal(len(value), name=f"{name}_m1")
+        for name in counts:
             derived[f"{name}_many"] = Signal(name=f"{name}_many")
         empty = (fields.len_burst == 0)
         for value in counts.values():
@@ -261,8 +283,7 @@ class CopyChecker(wiring.Component):
         with m.If(accept):
             m.d.sync += derived["empty"].eq(empty)
             for name, value in counts.items():
-                m.d.sync += [derived[f"{name}_m1"].eq(value - 1),
-                             derived[f"{name}_many"].eq(value > 1)]
+                m.d.sync += derived[f"{name}_many"].eq(value > 1)
             with m.Switch(fields.dtype):
                 for dtype in DTYPES:
                     if dtype_supported(dtype, self.profile):
@@ -319,14 +340,11 @@ class CopyChecker(wiring.Component):
                       "extent")
         return {"footprint": footprint, "extent": extent[:EXTENT_BITS]}
 
-    def _range_ends(self, m, derived, geom):
+    def _range_ends(self, m, accept, incoming, geom):
         """One past the last source and destination byte, as (value, over, stage): base +
         the offsets of the last row on each loop level + the row's bytes, kept to the
         width of the result's src_end / dst_end (`over`: it is wider)."""
         layout = geometry_layout(self.kind)
-        levels = [("n_burst_m1", "{}_stride")]
-        if has_loops(self.kind):
-            levels += [("loop1_count_m1", "loop1_{}"), ("loop2_count_m1", "loop2_{}")]
         ends = {}
         for side in ("src", "dst"):
             row = geom["len_burst"] if side == "src" else geom["row_bytes"]
@@ -334,11 +352,30 @@ class CopyChecker(wiring.Component):
             row_stage = 4 if self.kind == Opcode.COPY_GM_TO_UBUF and side == "dst" else 1
             cap = Shape.cast(layout.members[f"{side}_end"]).width
             terms = [(_capped(geom[side], cap), 1), (_capped(row, cap), row_stage)]
-            for count, stride in levels:
-                terms += _partial_products(m, derived[count], geom[stride.format(side)], cap,
-                                           1, f"{side}_{count}")
+            for level, count_m1, stride, weight in self._level_offsets(incoming, side):
+                terms += _partial_products(m, accept, count_m1, stride, cap,
+                                           f"{side}_{level}", weight)
             ends[side] = _sum_tree(m, terms, cap, f"{side}_end")
         return ends
+
+    def _level_offsets(self, incoming, side):
+        """(level, count - 1, stride, weight of the stride's unit) of each loop level of
+        `side`, as Values of the incoming request (the multipliers load them at accept):
+        (count - 1) * stride << weight is the offset of the level's last row."""
+        fields = incoming.fields
+
+        def minus_one(value):
+            return (value - 1)[:len(value)]
+
+        if not has_loops(self.kind):
+            # The stride in lines (len + gap, 17 bits): one 18x18 multiplier, where the
+            # stride in bytes (22 bits) would take two and an adder level more.
+            lines = fields.len_burst + fields[f"{side}_gap"]
+            return [("n_burst", minus_one(fields.n_burst), lines, LINE_SHIFT)]
+        regs = incoming.regs
+        return [("n_burst", minus_one(fields.n_burst), fields[f"{side}_stride"], 0),
+                ("loop1", minus_one(regs.loop1_count), regs[f"loop1_{side}_stride"], 0),
+                ("loop2", minus_one(regs.loop2_count), regs[f"loop2_{side}_stride"], 0)]
 
     def _rules(self, m, held, derived, geom, ends):
         """{ErrorCode: (condition, stage it is ready)} for every rule of this kind."""

@@ -1,14 +1,14 @@
 """Command intake (32-bit words -> whole commands) and the per-pipe dispatcher."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from model.isa import MAX_COMMAND_WORDS, OPCODE_BITS, OPS, WORD_BITS, Opcode, Pipe
 
 from .commands import CommandEntry, op_fields
 from .layouts import CMD_INDEX_BITS
+from .queue import BypassQueue
 
 BAD_OPCODE_BITS = 16
 
@@ -21,13 +21,16 @@ class CommandIntake(wiring.Component):
     whose opcode is not in the isa table is dropped and counted in `bad_opcodes`
     (saturating), and the next word is taken as a first word again.
 
-    `commands.payload.index` numbers the commands of the stream from 0 since reset;
-    dropped words take no number. `busy`: part of a command has come in, or a whole one
-    waits on `commands`; so an engine that has the first words of a command is not idle.
+    The words before a command's last one are held in registers; `commands` offers the
+    command on the cycle its last word is offered, as those registers with that word in
+    its place, and the last word is taken when the command is. So the intake adds no
+    clock edge: `commands.valid` and `commands.payload` follow `words` combinationally and
+    `words.ready` follows `commands.ready` for a last word (any other word is always
+    taken). Throughput: one word per cycle, also across commands.
 
-    Throughput: one word per cycle, also across commands. Latency: a command is valid the
-    cycle after its last word was accepted. `commands.payload` is a register and stays
-    stable while `valid` is high; no word is accepted while a command waits.
+    `commands.payload.index` numbers the commands of the stream from 0 since reset;
+    dropped words take no number. `busy`: part of a command has come in, so an engine
+    that has the first words of a command is not idle.
     """
     words: In(stream.Signature(WORD_BITS))
     commands: Out(stream.Signature(CommandEntry))
@@ -40,32 +43,37 @@ class CommandIntake(wiring.Component):
         word = self.words.payload
         pending = Signal(range(MAX_COMMAND_WORDS))       # words still missing from the command
         position = Signal(range(MAX_COMMAND_WORDS))      # where the next word goes
+        held = Signal.like(out.payload.cmd.raw)          # the command's earlier words
         next_index = Signal(CMD_INDEX_BITS)
         size = self._word_count(m, word)
+        first = pending == 0
+        completes = Mux(first, size == 1, pending == 1)
 
-        m.d.comb += [self.words.ready.eq(~out.valid | out.ready),
-                     self.busy.eq(out.valid | (pending != 0))]
-        with m.If(out.valid & out.ready):
-            m.d.sync += out.valid.eq(0)
+        raw = out.payload.cmd.raw
+        m.d.comb += [
+            out.valid.eq(self.words.valid & completes),
+            out.payload.index.eq(next_index),
+            self.words.ready.eq(~completes | out.ready),
+            self.busy.eq(~first),
+        ]
+        with m.If(first):
+            m.d.comb += raw.eq(word)
+        with m.Else():
+            m.d.comb += [raw.eq(held), raw.word_select(position, WORD_BITS).eq(word)]
 
-        complete = Signal()
         with m.If(self.words.valid & self.words.ready):
-            with m.If(pending == 0):
+            with m.If(first):
                 with m.If(size == 0):
                     with m.If(self.bad_opcodes != (1 << BAD_OPCODE_BITS) - 1):
                         m.d.sync += self.bad_opcodes.eq(self.bad_opcodes + 1)
                 with m.Else():
-                    # Assigning the whole raw value clears the words of the previous command.
-                    m.d.sync += [out.payload.cmd.raw.eq(word),
-                                 pending.eq(size - 1), position.eq(1)]
-                    m.d.comb += complete.eq(size == 1)
+                    # Assigning the whole value clears the words of the previous command.
+                    m.d.sync += [held.eq(word), pending.eq(size - 1), position.eq(1)]
             with m.Else():
-                m.d.sync += [out.payload.cmd.raw.word_select(position, WORD_BITS).eq(word),
+                m.d.sync += [held.word_select(position, WORD_BITS).eq(word),
                              pending.eq(pending - 1), position.eq(position + 1)]
-                m.d.comb += complete.eq(pending == 1)
-        with m.If(complete):
-            m.d.sync += [out.valid.eq(1), out.payload.index.eq(next_index),
-                         next_index.eq(next_index + 1)]
+        with m.If(out.valid & out.ready):
+            m.d.sync += next_index.eq(next_index + 1)
         return m
 
     @staticmethod
@@ -107,8 +115,8 @@ class Dispatcher(wiring.Component):
 
     Each pipe has its own `depth`-entry FIFO, so a pipe that stalls only holds up the
     command stream once its FIFO is full; until then the other pipes keep receiving.
-    Latency: a command reaches an empty pipe's output two cycles after it is accepted
-    (SyncFIFOBuffered). Throughput: one command per cycle.
+    Latency: a command reaches an empty pipe's output one cycle after it is accepted
+    (BypassQueue). Throughput: one command per cycle.
 
     `busy`: some FIFO holds a command (including one not yet visible on its output).
     """
@@ -128,7 +136,7 @@ class Dispatcher(wiring.Component):
         # A dropped flag is consumed at once; a routed command waits for its pipe's FIFO.
         m.d.comb += self.commands.ready.eq(pipe == Pipe.EXTERNAL)
         for p in ENGINE_PIPES:
-            fifo = m.submodules[f"fifo_{p.name.lower()}"] = SyncFIFOBuffered(
+            fifo = m.submodules[f"fifo_{p.name.lower()}"] = BypassQueue(
                 width=CommandEntry.as_shape().size, depth=self.depth)
             out = getattr(self, p.name.lower())
             routed = pipe == p

@@ -70,11 +70,12 @@ class PipeController(wiring.Component):
       wait_flag       -> holds the pipe until EventFlags grants the flag.
 
     Timing: what crosses to other blocks or fans out wide is registered. A checked copy
-    starts a cycle after the checker's result was first seen clear to start (`cleared`),
-    and the checker sees its result taken (`result.ready`) a cycle after it was used;
-    a command's end and a Completion's arrival are registered before they count in
-    `completed` or record an error, and `busy` covers that cycle; a Completion leaves the
-    in-flight queue on that registered cycle too.
+    starts on the cycle its result arrives if the checker announced it as passing the
+    cycle before and it was clear to start then, else a cycle after the result was first
+    seen clear to start (`cleared`); and the checker sees its result taken (`result.ready`) a cycle after it was used;
+    a command's end is registered before it counts in `completed` or records an error,
+    and `busy` covers that cycle. A Completion, which every datapath offers from a
+    register, counts and leaves the in-flight queue on the cycle it is offered.
     """
 
     def __init__(self, pipe, profile):
@@ -129,10 +130,12 @@ class PipeController(wiring.Component):
         # A result waits in CHECK, where the in-flight queue only drains and the hazard
         # range stays put, so a clearance seen a cycle ago still holds. `cleared` implies
         # CHECK and a valid result: a used result (`taken`, then `result.ready` the cycle
-        # after) clears it, and the checker has no other result to offer.
+        # after) clears it, and the checker has no other result to offer. The checker's
+        # `passing` clears a copy the cycle before its result arrives (the hazard
+        # range's inputs are valid by then), so a copy clear at once starts with it.
         clear_to_start = in_flight.w_rdy & ~self._hazard(m, checker.result, drained, start)
-        m.d.sync += cleared.eq(checker.result.valid & ok & ~taken & ~checker.result.ready
-                               & clear_to_start)
+        usable = (checker.result.valid & ok & ~checker.result.ready) | checker.passing
+        m.d.sync += cleared.eq(usable & ~taken & clear_to_start)
         # The checker learns a cycle late that its result was used (FETCH ignores the
         # result meanwhile), so the address generator's ready does not reach its counter.
         m.d.sync += checker.result.ready.eq(taken)
@@ -227,26 +230,20 @@ class PipeController(wiring.Component):
         return ~drained & (geom.src < hi) & (lo < geom.src_end)
 
     def _status(self, m, in_flight, finished, rule_error, rule_code, index):
-        """Completions from the datapath, the completed count and the first error, a cycle
-        after the events; returns 1 while an event waits to be counted."""
+        """Completions from the datapath and the commands that end here: the completed
+        count and the first error. A Completion counts on the cycle it is offered (every
+        datapath offers it from a register); a command's end is registered first. Returns
+        1 while an end waits to be counted."""
         status, done = self.status, self.done.payload
         m.d.comb += self.done.ready.eq(1)
-        # The events, registered. `index` and the in-flight queue's head need no copy:
-        # the next copy is accepted (and `index` loaded) at the earliest on the cycle
-        # after `finished`, and the queue's head leaves only on the registered cycle.
+        # `index` needs no copy: the next copy is accepted (and `index` loaded) at the
+        # earliest on the cycle after `finished`.
         ended = Signal()
         failed = Signal()
         code = Signal(ErrorCode)
-        arrived = Signal()
-        bus_error = Signal()
-        bus_code = Signal(ErrorCode)
-        bus_addr = Signal.like(done.address)
-        m.d.sync += [
-            ended.eq(finished), failed.eq(rule_error), code.eq(rule_code),
-            arrived.eq(self.done.valid),
-            bus_error.eq(self.done.valid & (done.error != ErrorCode.NONE)),
-            bus_code.eq(done.error), bus_addr.eq(done.address),
-        ]
+        m.d.sync += [ended.eq(finished), failed.eq(rule_error), code.eq(rule_code)]
+        arrived = self.done.valid
+        bus_error = arrived & (done.error != ErrorCode.NONE)
         m.d.comb += in_flight.r_en.eq(arrived)
         m.d.sync += status.completed.eq(status.completed + ended + arrived)
 
@@ -254,11 +251,11 @@ class PipeController(wiring.Component):
             m.d.sync += [status.error.eq(ErrorCode.NONE), status.error_index.eq(0),
                          status.error_addr.eq(0)]
         unrecorded = self.clear | (status.error == ErrorCode.NONE)
-        # A Completion belongs to an older command than any rule error decided this cycle.
+        # A rule error is decided with no copy in flight, so no Completion comes with it.
         with m.If(bus_error & unrecorded):
-            m.d.sync += [status.error.eq(bus_code), status.error_index.eq(in_flight.r_data),
-                         status.error_addr.eq(bus_addr)]
+            m.d.sync += [status.error.eq(done.error), status.error_index.eq(in_flight.r_data),
+                         status.error_addr.eq(done.address)]
         with m.Elif(failed & unrecorded):
             m.d.sync += [status.error.eq(code), status.error_index.eq(index),
                          status.error_addr.eq(0)]
-        return ended | arrived
+        return ended

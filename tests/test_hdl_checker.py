@@ -88,6 +88,7 @@ def test_checker_matches_rules(kind, profile, count):
     cases = [random_copy(rng, kind, profile) for _ in range(count)]
     dut = CopyChecker(kind, profile)
     got = []
+    announced = []          # per cycle: `passing` was high the cycle before
 
     async def producer(ctx):
         for values, regs in cases:
@@ -95,12 +96,20 @@ def test_checker_matches_rules(kind, profile, count):
 
     async def consumer(ctx):
         ctx.set(dut.result.ready, 1)
+        passing_before = 0
         while len(got) < count:
-            _, _, valid, payload = await ctx.tick().sample(dut.result.valid, dut.result.payload)
+            _, _, valid, payload, passing = await ctx.tick().sample(
+                dut.result.valid, dut.result.payload, dut.passing)
             if valid:
                 got.append(payload)
+            announced.append((valid, passing_before))
+            passing_before = passing
 
     run_sim(dut, producer, consumer, timeout=count * (dut.latency + 2) + 50)
+    # `passing` comes exactly on the cycle before each result that passes, and never else.
+    assert not any(passing for valid, passing in announced if not valid)
+    assert [passing for valid, passing in announced if valid] == [
+        int(p.error == ErrorCode.NONE and not p.geom.empty) for p in got]
 
     codes = collections.Counter()
     boundaries = collections.Counter()

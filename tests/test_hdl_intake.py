@@ -172,7 +172,8 @@ def test_intake_takes_one_word_per_cycle():
 
 def test_intake_is_busy_while_a_command_is_incomplete():
     """Between the words of a 7-word copy the intake reports busy, so the engine is not
-    idle (a CPU's done interrupt must not fire after the first word)."""
+    idle (a CPU's done interrupt must not fire after the first word). The last word waits
+    until the command is taken, and the intake is idle once it is."""
     op = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF]
     words = encode(op, random_values(random.Random(5), op))
     dut = CommandIntake()
@@ -181,16 +182,45 @@ def test_intake_is_busy_while_a_command_is_incomplete():
     async def producer(ctx):
         ctx.set(dut.commands.ready, 0)
         busy.append(ctx.get(dut.busy))
-        for word in words:
+        for word in words[:-1]:
             await stream_put(ctx, dut.words, word)
             await ctx.tick().repeat(3)             # a slow CPU between words
             busy.append(ctx.get(dut.busy))
+        ctx.set(dut.words.payload, words[-1])
+        ctx.set(dut.words.valid, 1)
+        for _ in range(3):                          # nobody takes the command: it waits
+            assert ctx.get(dut.commands.valid) and not ctx.get(dut.words.ready)
+            await ctx.tick()
+            busy.append(ctx.get(dut.busy))
         ctx.set(dut.commands.ready, 1)
+        assert ctx.get(dut.words.ready)
         await ctx.tick()
+        ctx.set(dut.words.valid, 0)
         busy.append(ctx.get(dut.busy))
 
     run_sim(dut, producer)
-    assert busy == [0] + [1] * len(words) + [0]
+    assert busy == [0] + [1] * (len(words) - 1) + [1] * 3 + [0]
+
+
+def test_a_command_is_offered_with_its_last_word():
+    """No edge between a command's last word and the command: a one-word command is on
+    `commands` the cycle its word is on `words`."""
+    op = OP_BY_OPCODE[Opcode.SET_FLAG]
+    values = {"src_pipe": int(Pipe.MTE2), "dst_pipe": int(Pipe.MTE3), "event_id": 3}
+    (word,) = encode(op, values)
+    dut = CommandIntake()
+
+    async def producer(ctx):
+        ctx.set(dut.commands.ready, 1)
+        ctx.set(dut.words.payload, word)
+        ctx.set(dut.words.valid, 1)
+        assert ctx.get(dut.commands.valid)
+        assert ctx.get(dut.commands.payload.cmd.raw) == command_bits([word])
+        assert ctx.get(dut.commands.payload.index) == 0
+        await ctx.tick()
+        assert ctx.get(dut.commands.payload.index) == 1
+
+    run_sim(dut, producer)
 
 
 def test_intake_and_dispatcher_convert():
