@@ -34,11 +34,12 @@ class AxiWriter(wiring.Component):
     most `max_outstanding` bursts await their B response. A burst's W words go out as soon
     as the burst is queued for AW, possibly before its AW is accepted: AXI4 allows write
     data ahead of its address, and since neither channel waits on the other no slave can
-    deadlock them. W and B sit behind small FIFOs, so WVALID/WDATA come from registers and
-    neither `beats.ready` nor BREADY waits on a ready from the other side. One word per
-    cycle; a word is valid on W one clock edge after the edge that takes it from `beats`,
-    a Completion one edge after its B response is accepted, and `abort` is valid for the
-    cycle after that edge.
+    deadlock them. W is `beats` itself, held back only until its burst is known: WDATA and
+    WSTRB are `beats.payload`, WVALID is `beats.valid` once the burst is queued, and
+    `beats.ready` is WREADY then; so `beats` should come from registers, as the aligner's
+    output does. One word per cycle, and no edge between `beats` and W. B sits behind a
+    small FIFO, so BREADY is a register; a Completion is valid one edge after its B
+    response is accepted, and `abort` for the cycle after that edge.
 
     Every row taken is written in full, and a command's Completion needs its `last` row:
     to cut a command short after `abort`, the producer marks the last row it still sends
@@ -68,30 +69,23 @@ class AxiWriter(wiring.Component):
         axi = self.axi
         connect_address(m, issuer.a, axi, "aw")
 
-        # W: words are counted against the oldest burst whose data is not yet sent.
-        w_layout = data.StructLayout({"beat": self.beat_layout, "last": 1})
-        w_fifo = m.submodules.w_fifo = BypassQueue(width=w_layout.size, depth=3)
-        w_in = data.View(w_layout, w_fifo.w_data)
-        w_out = data.View(w_layout, w_fifo.r_data)
+        # W: words are counted against the oldest burst whose data is not yet sent. They
+        # go out straight from `beats` (no queue: the producer drives it from registers).
         sending = issuer.data
         ordinal = Signal(range(1, MAX_BEATS + 1), init=1)    # of the next word, from 1
         is_last = Signal()
-        queued = Signal()
+        sent = Signal()
         m.d.comb += [
             is_last.eq(ordinal == sending.payload.beats),
-            self.beats.ready.eq(w_fifo.w_rdy & sending.valid),
-            queued.eq(self.beats.valid & self.beats.ready),
-            w_fifo.w_en.eq(queued),
-            w_in.beat.eq(self.beats.payload),
-            w_in.last.eq(is_last),
-            sending.ready.eq(queued & is_last),
-            axi.wdata.eq(w_out.beat.data),
-            axi.wstrb.eq(w_out.beat.strb),
-            axi.wlast.eq(w_out.last),
-            axi.wvalid.eq(w_fifo.r_rdy),
-            w_fifo.r_en.eq(axi.wready),
+            axi.wdata.eq(self.beats.payload.data),
+            axi.wstrb.eq(self.beats.payload.strb),
+            axi.wlast.eq(is_last),
+            axi.wvalid.eq(self.beats.valid & sending.valid),
+            self.beats.ready.eq(axi.wready & sending.valid),
+            sent.eq(axi.wvalid & axi.wready),
+            sending.ready.eq(sent & is_last),
         ]
-        with m.If(queued):
+        with m.If(sent):
             m.d.sync += ordinal.eq(Mux(is_last, 1, ordinal + 1))
 
         # B: responses of one ID come in issue order, one per burst.

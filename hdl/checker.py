@@ -3,7 +3,7 @@
 Equal to `model.rules.check_copy` and `model.rules.geometry` on every encodable input.
 """
 
-from amaranth.hdl import Const, Module, Mux, Shape, Signal, Value, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -26,6 +26,11 @@ LOG2_ES_BITS = 2
 ES_BITS = max(d.size for d in DTYPES).bit_length()
 LINE_SHIFT = exact_log2(UB_LINE)
 MUL_BITS = 18           # one ECP5 MULT18X18D per partial product
+# The end sums' carry-save levels (one LUT level each): at most CSA_LEVELS in a stage of
+# their own, and a stage that ends in the carry-propagate add (a carry chain) takes
+# FINAL_FANIN vectors (4 -> 3 -> 2, two levels ahead of the chain).
+CSA_LEVELS = 4
+FINAL_FANIN = 4
 PAD_VAL_BITS = next(r.width for r in PIPE_REGISTERS[OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].pipe]
                     if r.name == "pad_val")
 
@@ -109,6 +114,11 @@ def _capped(value, cap):
     return value[:cap], value[cap:].any() if len(value) > cap else Const(0, 1)
 
 
+def _align_up(value):
+    """value rounded up to a whole number of UB lines."""
+    return ((value + (UB_LINE - 1)) >> LINE_SHIFT) << LINE_SHIFT
+
+
 def _load(m, accept, value, name):
     """A register loaded with the request (valid at stage 1, held until the next accept)."""
     reg = Signal(value.shape(), name=name)
@@ -119,13 +129,13 @@ def _load(m, accept, value, name):
 
 def _partial_products(m, accept, a, b, cap, name, weight=0):
     """(a*b) << weight, for Values a and b of the request being accepted, as partial
-    products of at most MUL_BITS x MUL_BITS bits each, in the form `_sum_tree` sums:
+    products of at most MUL_BITS x MUL_BITS bits each, in the form `_carry_save_sum` sums:
     ((value shifted to its weight, flag), stage). Bits of weight 2^cap and up only set the
     flag, so a product wholly above them needs no multiplier, only a nonzero test of its
-    factors (stage 2). A multiplier loads its operands into registers of its own with the
-    request (stage 1; no shared net drives all the DSP blocks, and they can be the block's
-    input registers) and gives its product a register (stage 2), so the block's routing
-    in and out is not in series with its delay."""
+    factors (stage 2), and has no value (None). A multiplier loads its operands into
+    registers of its own with the request (stage 1; no shared net drives all the DSP
+    blocks, and they can be the block's input registers) and gives its product a register
+    (stage 2), so the block's routing in and out is not in series with its delay."""
     terms = []
     for i in range(0, len(a), MUL_BITS):
         for j in range(0, len(b), MUL_BITS):
@@ -134,7 +144,7 @@ def _partial_products(m, accept, a, b, cap, name, weight=0):
             y = _load(m, accept, y, f"{name}_{i}_{j}_b")
             if shift >= cap:
                 over = _reg(m, (x != 0) & (y != 0), f"{name}_{i}_{j}_over")
-                terms.append(((Const(0, 1), over), 2))
+                terms.append(((None, over), 2))
                 continue
             product = x * y
             keep = cap - shift
@@ -145,26 +155,49 @@ def _partial_products(m, accept, a, b, cap, name, weight=0):
     return terms
 
 
-def _sum_tree(m, terms, cap, name):
-    """Sums ((value, flag), stage) terms with one registered two-input add per level; a
-    term joins the tree at the stage its value is ready. Values are below 2^cap, and a
-    flag says the true term is 2^cap or more; sums are kept so too (enough for a range
-    check against a limit below 2^cap), so the tree is no wider than the ends it checks.
+def _compress(vectors, width):
+    """One carry-save level: each three vectors to their bitwise sum and carry (a 3:2
+    compressor, one LUT per bit and no carry chain), the rest passed on. The total is
+    unchanged mod 2^width."""
+    whole = len(vectors) - len(vectors) % 3
+    out = vectors[whole:]
+    for k in range(0, whole, 3):
+        a, b, c = vectors[k:k + 3]
+        out += [(a ^ b ^ c)[:width], (((a & b) | (a & c) | (b & c)) << 1)[:width]]
+    return out
+
+
+def _carry_save_sum(m, terms, cap, name):
+    """Sums ((value, flag), stage) terms: values below 2^cap (None: a flag alone), a flag
+    says the true term is 2^cap or more, and a term joins at the stage its value is ready
+    (and stays valid: the request is held). Carry-save levels reduce the vectors, up to
+    CSA_LEVELS per stage, until FINAL_FANIN are left (and no term is still to come); then
+    two vectors and their carry-propagate add make the final stage. The vectors are wide
+    enough for the exact sum of all the values (no carry is lost), so the sum's bits from
+    2^cap up are a flag like the terms'.
     Returns (sum mod 2^cap, flag, stage of the sum)."""
+    width = cap + (sum(value is not None for (value, _), _ in terms) - 1).bit_length()
     stage = min(s for _, s in terms)
-    live, waiting = [], list(terms)
+    vectors, flags, waiting = [], [], list(terms)
     while True:
-        live += [v for v, s in waiting if s == stage]
-        waiting = [(v, s) for v, s in waiting if s != stage]
-        if len(live) == 1 and not waiting:
-            return (*live[0], stage)
-        sums = []
-        for k, ((a, a_over), (b, b_over)) in enumerate(zip(live[0::2], live[1::2])):
-            total = _reg(m, a + b, f"{name}_s{stage}_{k}")
-            over = _reg(m, a_over | b_over, f"{name}_s{stage}_{k}_over")
+        joining = [term for term, s in waiting if s == stage]
+        waiting = [(term, s) for term, s in waiting if s != stage]
+        vectors += [value for value, _ in joining if value is not None]
+        flags += [flag for _, flag in joining]
+        if not waiting and len(vectors) <= FINAL_FANIN:
+            while len(vectors) > 2:
+                vectors = _compress(vectors, width)
+            total = _reg(m, sum(vectors[1:], vectors[0])[:width], f"{name}_s{stage + 1}")
+            over = _reg(m, Cat(*flags).any(), f"{name}_s{stage + 1}_over")
             value, carry = _capped(total, cap)
-            sums.append((value, over | carry))
-        live = sums + live[2 * len(sums):]
+            return value, over | carry, stage + 1
+        if len(vectors) > FINAL_FANIN:
+            for _ in range(CSA_LEVELS):
+                if len(vectors) > FINAL_FANIN:
+                    vectors = _compress(vectors, width)
+            vectors = [_reg(m, vector, f"{name}_s{stage + 1}_{k}")
+                       for k, vector in enumerate(vectors)]
+            flags = [_reg(m, Cat(*flags).any(), f"{name}_s{stage + 1}_over")]
         stage += 1
 
 
@@ -186,25 +219,33 @@ class CopyChecker(wiring.Component):
 
     One copy at a time: the request is held in a register and a free-running pipeline
     evaluates it; the result is valid `LATENCY[kind]` cycles after the request was accepted
-    (7 for MTE2/MTE3, 4 for UB->UB) and stays stable until taken. A new request is
+    (5 for MTE2/MTE3, 4 for UB->UB) and stays stable until taken. A new request is
     accepted from the cycle after the result is taken (`request.ready` is a register
     compare, so it does not wait on the consumer's decision), so one copy per
-    `latency` + 1 cycles. Holding one copy needs no delay line for the ~400 request bits the result passes on, and a
-    copy keeps its datapath busy for at least as long as it has rows.
+    `latency` + 1 cycles. Holding one copy needs no delay line for the ~400 request bits
+    the result passes on, and a copy keeps its datapath busy for at least as long as it
+    has rows.
 
-    Stages (registers valid n cycles after the request was accepted): 1 element size,
-    count > 1, empty, UB->UB strides in lines, and each multiplier's own operand
-    registers (a slice of count - 1 and of the stride, loaded from the incoming request);
-    2 partial products of the range sums (18x18 bits, one ECP5 multiplier each; UB->UB
-    multiplies by its stride in lines, one multiplier per side), the field rules (element
-    size, padding, alignment; the MTE3 stride rule), the MTE2 row footprint; 3 the MTE2
-    stride rule; 3-4 the MTE2 row extent E; 2-6 (2-3 for UB->UB) one adder level per
-    stage summing each side's end (`_sum_tree`, the sums kept to the width of the ends and
-    an overflow flag); 7 (4) the range and overlap comparisons and the rule priority,
-    into the error register.
+    Stages (registers valid n cycles after the request was accepted), each side's end
+    summed by `_carry_save_sum` (exact, then kept to the width of the end and an overflow
+    flag):
+    1 loaded from the incoming request: element size (decoded from its dtype), count > 1,
+      empty, UB->UB strides in lines, the MTE2 row footprint and it and dst_stride
+      aligned up to a line, and each multiplier's own operand registers (a slice of
+      count - 1 and of the stride);
+    2 partial products of the ends (18x18 bits, one ECP5 multiplier each; UB->UB
+      multiplies by its stride in lines, one multiplier per side), the field rules
+      (element size, padding, alignment, stride overlap), the MTE2 row extent E;
+    3 MTE2/MTE3: each side's terms (base, row bytes, partial products) carry-save
+      reduced to at most four vectors; UB->UB: the ends (base + row + product, one
+      carry-save level and the add);
+    4 MTE2/MTE3: the ends (carry-save down to two vectors and their carry-propagate add);
+      UB->UB: the range and overlap comparisons and the rule priority, into the error
+      register;
+    5 MTE2/MTE3: the same into the error register.
     """
 
-    LATENCY = {Opcode.COPY_GM_TO_UBUF: 7, Opcode.COPY_UBUF_TO_GM: 7, Opcode.COPY_UBUF_TO_UBUF: 4}
+    LATENCY = {Opcode.COPY_GM_TO_UBUF: 5, Opcode.COPY_UBUF_TO_GM: 5, Opcode.COPY_UBUF_TO_UBUF: 4}
 
     def __init__(self, kind, profile):
         assert kind in COPY_KINDS
@@ -225,9 +266,10 @@ class CopyChecker(wiring.Component):
         with m.If(accept):
             m.d.sync += held.eq(incoming)
 
-        derived = self._first_stage(m, accept, incoming)
+        log2_es, supported = self._element_size(m, incoming.fields.dtype)
+        derived = self._first_stage(m, accept, incoming, log2_es, supported)
         if self.kind == Opcode.COPY_GM_TO_UBUF:
-            derived.update(self._row_extent(m, held, derived))
+            derived.update(self._row_extent(m, accept, incoming, log2_es))
         geom = self._geometry(held, derived)
         ends = self._range_ends(m, accept, incoming, geom)
         geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
@@ -266,7 +308,18 @@ class CopyChecker(wiring.Component):
             m.d.sync += age.eq(1)
         return age
 
-    def _first_stage(self, m, accept, incoming):
+    def _element_size(self, m, dtype):
+        """(log2 of the element size, supported) of the incoming dtype, combinational (an
+        unsupported type has log2 0)."""
+        log2_es, supported = Signal(LOG2_ES_BITS), Signal()
+        with m.Switch(dtype):
+            for entry in DTYPES:
+                if dtype_supported(entry, self.profile):
+                    with m.Case(entry.code):
+                        m.d.comb += [log2_es.eq(exact_log2(entry.size)), supported.eq(1)]
+        return log2_es, supported
+
+    def _first_stage(self, m, accept, incoming, log2_es, supported):
         """Stage 1, captured with the request: element size, counts > 1, empty, UB->UB
         strides in lines."""
         fields = incoming.fields
@@ -281,17 +334,10 @@ class CopyChecker(wiring.Component):
         for value in counts.values():
             empty |= (value == 0)
         with m.If(accept):
-            m.d.sync += derived["empty"].eq(empty)
+            m.d.sync += [derived["empty"].eq(empty), derived["log2_es"].eq(log2_es),
+                         derived["supported"].eq(supported)]
             for name, value in counts.items():
                 m.d.sync += derived[f"{name}_many"].eq(value > 1)
-            with m.Switch(fields.dtype):
-                for dtype in DTYPES:
-                    if dtype_supported(dtype, self.profile):
-                        with m.Case(dtype.code):
-                            m.d.sync += [derived["log2_es"].eq(exact_log2(dtype.size)),
-                                         derived["supported"].eq(1)]
-                with m.Default():
-                    m.d.sync += derived["supported"].eq(0)
             if not has_loops(self.kind):
                 # Row strides in lines: len + gap.
                 for side in ("src", "dst"):
@@ -328,17 +374,19 @@ class CopyChecker(wiring.Component):
         return geom
 
     @staticmethod
-    def _row_extent(m, held, derived):
-        """MTE2 UB row: footprint L*es + len + R*es (stage 2) and extent
-        E = align_up(max(dst_stride, footprint), 32) (stage 4)."""
-        fields = held.fields
-        pads = fields.left_padding + fields.right_padding
-        footprint = _reg(m, (pads << derived["log2_es"]) + fields.len_burst, "footprint")
-        widest = _reg(m, Mux(fields.dst_stride > footprint, fields.dst_stride, footprint),
-                      "widest")
-        extent = _reg(m, (widest + (UB_LINE - 1)) & ~Const(UB_LINE - 1, len(widest) + 1),
-                      "extent")
-        return {"footprint": footprint, "extent": extent[:EXTENT_BITS]}
+    def _row_extent(m, accept, incoming, log2_es):
+        """MTE2 UB row: footprint L*es + len + R*es, and it and dst_stride aligned up to a
+        line (stage 1, from the incoming request and its element size); extent
+        E = align_up(max(dst_stride, footprint), 32), the larger aligned value (stage 2, so
+        it joins the destination end's sum with the partial products)."""
+        fields = incoming.fields
+        footprint = ((fields.left_padding + fields.right_padding) << log2_es) + fields.len_burst
+        row, stride = (_load(m, accept, _align_up(value), f"{name}_aligned")
+                       for name, value in (("footprint", footprint),
+                                           ("dst_stride", fields.dst_stride)))
+        extent = _reg(m, Mux(row > stride, row, stride), "extent")
+        return {"footprint": _load(m, accept, footprint, "footprint"),
+                "extent": extent[:EXTENT_BITS]}
 
     def _range_ends(self, m, accept, incoming, geom):
         """One past the last source and destination byte, as (value, over, stage): base +
@@ -348,14 +396,14 @@ class CopyChecker(wiring.Component):
         ends = {}
         for side in ("src", "dst"):
             row = geom["len_burst"] if side == "src" else geom["row_bytes"]
-            # E (MTE2 destination rows with data_select) is ready at stage 4.
-            row_stage = 4 if self.kind == Opcode.COPY_GM_TO_UBUF and side == "dst" else 1
+            # E (MTE2 destination rows with data_select) is ready at stage 2.
+            row_stage = 2 if self.kind == Opcode.COPY_GM_TO_UBUF and side == "dst" else 1
             cap = Shape.cast(layout.members[f"{side}_end"]).width
             terms = [(_capped(geom[side], cap), 1), (_capped(row, cap), row_stage)]
             for level, count_m1, stride, weight in self._level_offsets(incoming, side):
                 terms += _partial_products(m, accept, count_m1, stride, cap,
                                            f"{side}_{level}", weight)
-            ends[side] = _sum_tree(m, terms, cap, f"{side}_end")
+            ends[side] = _carry_save_sum(m, terms, cap, f"{side}_end")
         return ends
 
     def _level_offsets(self, incoming, side):
@@ -420,9 +468,9 @@ class CopyChecker(wiring.Component):
             flags[ErrorCode.PAD_WITHOUT_SELECT] = (
                 _reg(m, pad_without_select, "pad_without_select"), 2)
             flags[ErrorCode.PAD_TOO_LARGE] = (_reg(m, pad_too_large, "pad_too_large"), 2)
-            ub_row, ub_row_stage = derived["footprint"], 2
+            ub_row = derived["footprint"]
         else:
-            ub_row, ub_row_stage = fields.len_burst, 1
+            ub_row = fields.len_burst
 
         misaligned = (self._misaligned(geom[ub])
                       | (many["row"] & self._misaligned(geom[f"{ub}_stride"]))
@@ -431,7 +479,7 @@ class CopyChecker(wiring.Component):
         flags[ErrorCode.UB_MISALIGNED] = (_reg(m, misaligned, "misaligned"), 2)
         overlap = many["row"] & ((geom[f"{gm}_stride"] < fields.len_burst)
                                  | (geom[f"{ub}_stride"] < ub_row))
-        flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), ub_row_stage + 1)
+        flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), 2)
 
         nonempty = ~derived["empty"]
         flags[ErrorCode.UB_RANGE] = (nonempty & self._beyond(ends[ub], self.profile.ub_size),

@@ -567,6 +567,62 @@ def test_bus_error_stops_the_copy(direction):
     assert_memories(rtl, engine, **{f"ignore_{'ub' if pipe == 'mte2' else 'gm'}": spans})
 
 
+# --- latency budget ---------------------------------------------------------------
+
+FIXED_OVERHEAD = 16     # cycles a copy may take beyond L + its beats
+GM_LATENCY = 32
+
+
+def copy_cycles(setup, program, timing):
+    """Cycles of the program's last command, alone in the engine: from the edge that takes
+    its last word to the edge after which its pipe's `completed` has gone up. The commands
+    before it are pushed and drained first."""
+    dut = MteDma(PROFILE, W, max_outstanding=16)
+    memory = AxiMemory(GM_BASE, GM_PAGES * PAGE, W, random.Random(0), timing)
+    memory.mem[:] = setup.gm_bytes()
+    *before, last = [isa.encode(i.op, i.values) for i in instrs(program)]
+    pipe = getattr(dut, f"status_{isa.op_pipe(program[-1].op, program[-1].values).name.lower()}")
+    result = {}
+
+    async def bench(ctx):
+        await load_ub(ctx, dut.ub_test, setup.ub_data)
+        for words in before:
+            for word in words:
+                await stream_put(ctx, dut.cmd, word)
+        while not ctx.get(dut.idle):
+            await ctx.tick()
+        completed = ctx.get(pipe.completed)
+        for word in last:
+            await stream_put(ctx, dut.cmd, word)
+        cycles = 1
+        while ctx.get(pipe.completed) == completed:
+            await ctx.tick()
+            cycles += 1
+        result["cycles"] = cycles
+
+    run_sim(dut, bench, processes=[memory.read_process(dut.m_axi),
+                                   memory.write_process(dut.m_axi)], timeout=5000)
+    return result["cycles"]
+
+
+@pytest.mark.parametrize("shape", ["gm_to_ub", "ub_to_gm", "ub_to_ub"])
+def test_one_copy_within_the_latency_budget(shape):
+    """A 32 x 128-byte tile, alone: at most L + max(GM beats, UB beats) + 16 cycles, L the
+    GM latency (none for UB->UB). The memory model answers on the edge after its due
+    cycle, so its L, counted from the address (or last W) handshake, is GM_LATENCY + 1."""
+    rows, length = 32, 128
+    beats = rows * length // W
+    setup = Setup(seed=3, gm_data={gm(0): pattern(3, rows * length)},
+                  ub_data={0: pattern(4, rows * length)})
+    copy = {"gm_to_ub": gm_to_ub(gm(0), 0x2000, rows, length, length, length),
+            "ub_to_gm": ub_to_gm(0, gm(2), rows, length, length, length),
+            "ub_to_ub": ub_to_ub(0, 0x2000, rows, length // 32)}[shape]
+    timing = Timing(latency=(GM_LATENCY, GM_LATENCY))
+    cycles = copy_cycles(setup, number([copy]), timing)
+    latency = 0 if shape == "ub_to_ub" else GM_LATENCY + 1
+    assert cycles <= latency + beats + FIXED_OVERHEAD, cycles - latency - beats
+
+
 def test_generated_verilog_lints(tmp_path):
     """`make verilog`'s generator, then `verilator --lint-only -Wall` with the waivers."""
     out = tmp_path / "mte_dma.v"
