@@ -1,13 +1,13 @@
 """MTE2's GM side: reads byte-exact rows from GM over AXI4 as bus words."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
 from .axi import AXI4ReadSignature, connect_address, resp_is_error
 from .legalizer import BurstIssuer, BurstSplitter, GmRow
-from .queue import BypassQueue
 
 
 def read_beat_layout(width_bytes):
@@ -31,10 +31,10 @@ class AxiReader(wiring.Component):
 
     Rows become legal bursts (BurstSplitter), issued with ARID = sid and ARCACHE = cache;
     at most `max_outstanding` bursts are on the bus at once, so up to that many memory
-    latencies overlap. R words go into a small FIFO: RREADY is that FIFO's room (a
-    register), `beats` comes from its output register, and it moves one word per cycle.
-    ARVALID for a row's first burst rises one clock edge after the edge that takes the
-    row; an R word is valid on `beats` one edge after the edge that accepts it.
+    latencies overlap. An R word is on `beats` in the cycle it is on R when no earlier
+    word waits (so `beats` follows R combinationally); words not taken at once wait in a
+    small FIFO, whose room is RREADY (a register), and leave it one per cycle. ARVALID
+    for a row's first burst rises one clock edge after the edge that takes the row.
     """
 
     def __init__(self, width_bytes=32, max_outstanding=8, id_width=4):
@@ -59,22 +59,26 @@ class AxiReader(wiring.Component):
         connect_address(m, issuer.a, axi, "ar")
 
         # R words of one ID arrive in issue order, so the oldest unfinished burst is the
-        # one each word belongs to.
+        # one each word belongs to. A word offered while none waits goes straight on to
+        # `beats`; one that is not taken at once waits in a small FIFO, and RREADY is that
+        # FIFO's room (a register).
         burst = issuer.resp.payload
-        words = m.submodules.words = BypassQueue(width=self.beat_layout.size, depth=3)
-        word = data.View(self.beat_layout, words.w_data)
+        words = m.submodules.words = SyncFIFO(width=self.beat_layout.size, depth=3)
+        word = Signal(self.beat_layout)
+        waiting = words.r_rdy
         accept = axi.rvalid & axi.rready
         m.d.comb += [
             axi.rready.eq(words.w_rdy),
-            words.w_en.eq(axi.rvalid),
             word.data.eq(axi.rdata),
             word.row_last.eq(axi.rlast & burst.last_of_row),
             word.cmd_last.eq(axi.rlast & burst.last),
             word.error.eq(resp_is_error(axi.rresp)),
             word.err_addr.eq(burst.addr),
             issuer.resp.ready.eq(accept & axi.rlast),
-            self.beats.payload.eq(words.r_data),
-            self.beats.valid.eq(words.r_rdy),
+            self.beats.valid.eq(waiting | axi.rvalid),
+            self.beats.payload.eq(Mux(waiting, words.r_data, word)),
             words.r_en.eq(self.beats.ready),
+            words.w_data.eq(word),
+            words.w_en.eq(axi.rvalid & (waiting | ~self.beats.ready)),
         ]
         return m

@@ -135,7 +135,9 @@ def _partial_products(m, accept, a, b, cap, name, weight=0):
     factors (stage 2), and has no value (None). A multiplier loads its operands into
     registers of its own with the request (stage 1; no shared net drives all the DSP
     blocks, and they can be the block's input registers) and gives its product a register
-    (stage 2), so the block's routing in and out is not in series with its delay."""
+    (stage 2), so the block's routing in and out is not in series with its delay; the
+    product's bits from 2^cap up are registered as they are and tested for nonzero where
+    the sum gathers the flags, so nothing but that register follows the block."""
     terms = []
     for i in range(0, len(a), MUL_BITS):
         for j in range(0, len(b), MUL_BITS):
@@ -149,8 +151,9 @@ def _partial_products(m, accept, a, b, cap, name, weight=0):
             product = x * y
             keep = cap - shift
             value = _reg(m, product[:keep], f"{name}_{i}_{j}") << shift
-            over = (_reg(m, product[keep:].any(), f"{name}_{i}_{j}_over")
-                    if len(product) > keep else Const(0, 1))
+            high = product[keep:]
+            over = (_reg(m, high, f"{name}_{i}_{j}_high").any() if len(high)
+                    else Const(0, 1))
             terms.append(((value, over), 2))
     return terms
 

@@ -573,29 +573,43 @@ FIXED_OVERHEAD = 16     # cycles a copy may take beyond L + its beats
 GM_LATENCY = 32
 
 
-def copy_cycles(setup, program, timing):
-    """Cycles of the program's last command, alone in the engine: from the edge that takes
-    its last word to the edge after which its pipe's `completed` has gone up. The commands
-    before it are pushed and drained first."""
+def copy_cycles(setup, program, timing, timed=1):
+    """Cycles of the program's last `timed` commands, copies of one pipe, alone in the
+    engine: from the edge that takes the first one's last word to the edge after which
+    the pipe's `completed` has gone up by `timed`. The commands before them are pushed and
+    drained first; the later timed commands' words follow one per cycle."""
     dut = MteDma(PROFILE, W, max_outstanding=16)
     memory = AxiMemory(GM_BASE, GM_PAGES * PAGE, W, random.Random(0), timing)
     memory.mem[:] = setup.gm_bytes()
-    *before, last = [isa.encode(i.op, i.values) for i in instrs(program)]
-    pipe = getattr(dut, f"status_{isa.op_pipe(program[-1].op, program[-1].values).name.lower()}")
+    commands = [isa.encode(i.op, i.values) for i in instrs(program)]
+    last = instrs(program)[-1]
+    pipe = getattr(dut, f"status_{isa.op_pipe(last.op, last.values).name.lower()}")
     result = {}
+
+    async def put(ctx, word):
+        """Offers a command word until it is taken; returns the edges that took."""
+        ctx.set(dut.cmd.valid, 1)
+        ctx.set(dut.cmd.payload, word)
+        edges = 1
+        while not (await ctx.tick().sample(dut.cmd.ready))[2]:
+            edges += 1
+        ctx.set(dut.cmd.valid, 0)
+        return edges
 
     async def bench(ctx):
         await load_ub(ctx, dut.ub_test, setup.ub_data)
-        for words in before:
-            for word in words:
-                await stream_put(ctx, dut.cmd, word)
+        for word in [w for words in commands[:-timed] for w in words]:
+            await put(ctx, word)
         while not ctx.get(dut.idle):
             await ctx.tick()
-        completed = ctx.get(pipe.completed)
-        for word in last:
-            await stream_put(ctx, dut.cmd, word)
-        cycles = 1
-        while ctx.get(pipe.completed) == completed:
+        target = ctx.get(pipe.completed) + timed
+        first, *others = commands[-timed:]
+        for word in first:
+            await put(ctx, word)
+        cycles = 0
+        for word in [w for words in others for w in words]:
+            cycles += await put(ctx, word)
+        while ctx.get(pipe.completed) != target:
             await ctx.tick()
             cycles += 1
         result["cycles"] = cycles
@@ -605,22 +619,59 @@ def copy_cycles(setup, program, timing):
     return result["cycles"]
 
 
-@pytest.mark.parametrize("shape", ["gm_to_ub", "ub_to_gm", "ub_to_ub"])
+TILE_ROWS, TILE_ROW_BYTES = 32, 128
+
+
+def tile_copy(shape, rows=TILE_ROWS, index=0):
+    """A copy of `rows` rows of TILE_ROW_BYTES bytes, packed; `index` places it after
+    `index` others of the same size."""
+    size = rows * TILE_ROW_BYTES
+    return {"gm_to_ub": gm_to_ub(gm(0, index * size), 0x2000 + index * size, rows,
+                                 TILE_ROW_BYTES, TILE_ROW_BYTES, TILE_ROW_BYTES),
+            "ub_to_gm": ub_to_gm(index * size, gm(2, index * size), rows, TILE_ROW_BYTES,
+                                 TILE_ROW_BYTES, TILE_ROW_BYTES),
+            "ub_to_ub": ub_to_ub(index * size, 0x2000 + index * size, rows,
+                                 TILE_ROW_BYTES // 32),
+            # f16 rows of 100 bytes packed in GM, 3 + 5 pad elements: a row's data moves
+            # to lower byte lanes, so its last two UB words both wait for its last word.
+            "gm_to_ub_padded": gm_to_ub(gm(0, index * rows * 100), 0x2000 + index * size,
+                                        rows, 100, 100, TILE_ROW_BYTES, dtype="f16",
+                                        left_padding=3, right_padding=5,
+                                        data_select_bit=1)}[shape]
+
+
+def tile_setup():
+    size = TILE_ROWS * TILE_ROW_BYTES
+    return Setup(seed=3, gm_data={gm(0): pattern(3, size)}, ub_data={0: pattern(4, size)})
+
+
+def gm_latency(shape):
+    """L of a shape's ideal: the memory model's first R beat (B response) comes
+    GM_LATENCY edges after the address (last W) handshake; UB->UB has no GM side."""
+    return 0 if shape == "ub_to_ub" else GM_LATENCY
+
+
+@pytest.mark.parametrize("shape", ["gm_to_ub", "gm_to_ub_padded", "ub_to_gm", "ub_to_ub"])
 def test_one_copy_within_the_latency_budget(shape):
-    """A 32 x 128-byte tile, alone: at most L + max(GM beats, UB beats) + 16 cycles, L the
-    GM latency (none for UB->UB). The memory model answers on the edge after its due
-    cycle, so its L, counted from the address (or last W) handshake, is GM_LATENCY + 1."""
-    rows, length = 32, 128
-    beats = rows * length // W
-    setup = Setup(seed=3, gm_data={gm(0): pattern(3, rows * length)},
-                  ub_data={0: pattern(4, rows * length)})
-    copy = {"gm_to_ub": gm_to_ub(gm(0), 0x2000, rows, length, length, length),
-            "ub_to_gm": ub_to_gm(0, gm(2), rows, length, length, length),
-            "ub_to_ub": ub_to_ub(0, 0x2000, rows, length // 32)}[shape]
+    """A 32 x 128-byte tile, alone: at most L + max(GM beats, UB beats) + 16 cycles."""
+    beats = TILE_ROWS * TILE_ROW_BYTES // W
     timing = Timing(latency=(GM_LATENCY, GM_LATENCY))
-    cycles = copy_cycles(setup, number([copy]), timing)
-    latency = 0 if shape == "ub_to_ub" else GM_LATENCY + 1
-    assert cycles <= latency + beats + FIXED_OVERHEAD, cycles - latency - beats
+    cycles = copy_cycles(tile_setup(), number([tile_copy(shape)]), timing)
+    assert cycles <= gm_latency(shape) + beats + FIXED_OVERHEAD, \
+        cycles - gm_latency(shape) - beats
+
+
+@pytest.mark.parametrize("shape", ["gm_to_ub", "ub_to_gm", "ub_to_ub"])
+def test_back_to_back_copies_add_only_their_beats(shape):
+    """Four copies of 4 rows of 128 bytes, their words pushed one per cycle: each copy
+    after the first adds only its beats, so no cycle is lost between commands."""
+    copies, rows = 4, 4
+    beats = rows * TILE_ROW_BYTES // W
+    program = number([tile_copy(shape, rows, k) for k in range(copies)])
+    timing = Timing(latency=(GM_LATENCY, GM_LATENCY))
+    cycles = copy_cycles(tile_setup(), program, timing, timed=copies)
+    one = copy_cycles(tile_setup(), number([tile_copy(shape, rows)]), timing)
+    assert cycles == one + (copies - 1) * beats, (cycles, one)
 
 
 def test_generated_verilog_lints(tmp_path):
