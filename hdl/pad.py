@@ -6,7 +6,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
-from .aligner import buffered_output, dst_word_layout, offset_bits, skid_stage
+from .aligner import (buffered_output, dst_word_layout, offset_bits, register_stage,
+                      skid_stage)
 from .layouts import EXTENT_BITS, LEFT_BITS, LEN_BITS, ub_word_bits
 
 PAD8_BYTES = 8
@@ -62,12 +63,14 @@ class PadInserter(wiring.Component):
     covers exactly [ub_addr, ub_addr + extent).
 
     Throughput: one word per cycle, rows back to back. Latency: a row taken from `rows` on
-    edge t passes a set-up register (its byte positions) and is set up, its word counts
-    worked out and its byte masks decoded, on edge t + 1 at the earliest; its first word is on `ub` after
-    the next edge (if that word needs data, the data word must be offered by then). The
-    set-up register fills while earlier rows run, so rows follow each other with no gap.
-    `data.ready` and `rows.ready` depend only on registers (the set-up register is a
-    `skid_stage`); `ub.ready` only steps the output queue (see aligner.buffered_output).
+    edge t passes an input register and a set-up register (its byte positions) and is set
+    up, its word counts worked out and its byte masks decoded, on edge t + 2 at the
+    earliest; its first word is on `ub` after the next edge (if that word needs data, the
+    data word must be offered by then). Both registers fill while earlier rows run, so
+    rows follow each other with no gap; the datapaths hand a row over several cycles
+    before its first data word. `data.ready` and `rows.ready` depend only on registers
+    (the input register is a `skid_stage`); `ub.ready` only steps the output queue (see
+    aligner.buffered_output).
     """
 
     def __init__(self, width_bytes=32):
@@ -168,7 +171,13 @@ class PadInserter(wiring.Component):
         registers load from it (one carry chain each). Returns (valid, set-up); `take`:
         the row registers load it."""
         width, shift = self._width, self._shift
-        row = self.rows.payload
+        # The row is registered as it is taken, so its sums start at a register of this
+        # block rather than at the row fork's queue; the stage costs no time in the
+        # datapaths, whose data comes several cycles after the row.
+        row_take = Signal()
+        row_valid, row, ready = skid_stage(m, self.rows.valid, self.rows.payload, row_take,
+                                           "row_in")
+        m.d.comb += self.rows.ready.eq(ready)
         # Byte positions counted from byte 0 of the row's first word. Each wide sum is
         # one carry chain: the `- 1`s go into the narrow offsets first.
         start_bits = max(LEFT_BITS, shift) + 1
@@ -201,9 +210,9 @@ class PadInserter(wiring.Component):
             spots.last.eq(row.last),
         ]
         spots_take = Signal()
-        spots_valid, spots, ready = skid_stage(m, self.rows.valid, spots, spots_take,
-                                               "row_spots")
-        m.d.comb += self.rows.ready.eq(ready)
+        spots_valid, spots, spots_ready = register_stage(m, row_valid, spots, spots_take,
+                                                         "row_spots")
+        m.d.comb += row_take.eq(spots_ready)
 
         # Word positions count down: the row registers' `rest` is the number of the row's
         # words after the current one. Data runs from the word after the one where

@@ -159,9 +159,9 @@ def check_spec_bytes(width, r, words):
             assert written[start + o] == pad[o % es]
 
 
-# A row taken on edge 1 is set up on edge 2 (a set-up register); its first word
-# leaves on edge 3 and is seen taken on the consumer's count 3.
-LATENCY = 3
+# A row taken on edge 1 is set up on edge 3 (its input register, then a set-up
+# register); its first word leaves on edge 4 and is seen taken on the consumer's count 4.
+LATENCY = 4
 
 
 @pytest.mark.parametrize("width", [16, 32, 64])
