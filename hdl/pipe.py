@@ -72,10 +72,11 @@ class PipeController(wiring.Component):
     Timing: what crosses to other blocks or fans out wide is registered. A checked copy
     starts on the cycle its result arrives if the checker announced it as passing the
     cycle before and it was clear to start then, else a cycle after the result was first
-    seen clear to start (`cleared`); and the checker sees its result taken (`result.ready`) a cycle after it was used;
-    a command's end is registered before it counts in `completed` or records an error,
-    and `busy` covers that cycle. A Completion, which every datapath offers from a
-    register, counts and leaves the in-flight queue on the cycle it is offered.
+    seen clear to start (`cleared`); the checker sees its result taken (`result.ready`) a
+    cycle after it was used. A command's end is registered before it counts in
+    `completed` or records an error, and `busy` covers that cycle. A Completion, which
+    every datapath offers from a register, counts and leaves the in-flight queue on the
+    cycle it is offered.
     """
 
     def __init__(self, pipe, profile):

@@ -653,7 +653,9 @@ def gm_latency(shape):
 
 @pytest.mark.parametrize("shape", ["gm_to_ub", "gm_to_ub_padded", "ub_to_gm", "ub_to_ub"])
 def test_one_copy_within_the_latency_budget(shape):
-    """A 32 x 128-byte tile, alone: at most L + max(GM beats, UB beats) + 16 cycles."""
+    """A copy of 32 rows, 128 bytes each on both sides (128 GM and 128 UB beats; the
+    padded one 100 data bytes per row), alone: at most L + max(GM beats, UB beats) + 16
+    cycles."""
     beats = TILE_ROWS * TILE_ROW_BYTES // W
     timing = Timing(latency=(GM_LATENCY, GM_LATENCY))
     cycles = copy_cycles(tile_setup(), number([tile_copy(shape)]), timing)
