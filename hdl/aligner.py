@@ -228,7 +228,7 @@ class Aligner(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        width, shift = self._width, self._shift
+        width = self._width
         index_bits = _word_index_bits(width)
         tag_layout = _tag_layout(width)
         entry_layout = data.StructLayout({"data": 8 * width, "tag": tag_layout})

@@ -3,7 +3,7 @@
 Equal to `model.rules.check_copy` and `model.rules.geometry` on every encodable input.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2

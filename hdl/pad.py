@@ -89,7 +89,7 @@ class PadInserter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        width, shift = self._width, self._shift
+        width = self._width
         index_bits = _word_index_bits(width)
 
         # --- Row set-up: where the row's data words start and end, worked out in a
