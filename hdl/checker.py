@@ -88,6 +88,15 @@ def geometry_layout(kind):
     })
 
 
+SPAN_FIELDS = ("src", "src_end", "dst", "dst_end")
+
+
+def spans_layout(kind):
+    """A copy's source and destination spans [src, src_end), [dst, dst_end)."""
+    members = geometry_layout(kind).members
+    return data.StructLayout({name: members[name] for name in SPAN_FIELDS})
+
+
 def checked_copy_layout(kind):
     """The checker's result, which is also the address generator's input.
 
@@ -218,16 +227,20 @@ class CopyChecker(wiring.Component):
     is in range.
     passing: high on the cycle before `result.valid` rises when that result will pass
     (error NONE, not empty), so a consumer can register its decision to start the copy
-    and start it as the result arrives; src_end and dst_end are already valid then.
+    and start it as the result arrives (`result.payload` still holds the previous
+    result on that cycle). upcoming: the spans of the copy being evaluated (`geom`'s
+    src, src_end, dst, dst_end), valid with `passing`.
 
-    One copy at a time: the request is held in a register and a free-running pipeline
-    evaluates it; the result is valid `LATENCY[kind]` cycles after the request was accepted
-    (5 for MTE2/MTE3, 4 for UB->UB) and stays stable until taken. A new request is
-    accepted from the cycle after the result is taken (`request.ready` is a register
-    compare, so it does not wait on the consumer's decision), so one copy per
-    `latency` + 1 cycles. Holding one copy needs no delay line for the ~400 request bits
-    the result passes on, and a copy keeps its datapath busy for at least as long as it
-    has rows.
+    Evaluation and result overlap: the request is held in a register and a free-running
+    pipeline evaluates it; at its last stage the whole result is loaded into the result
+    register, and the next request is accepted on that cycle. The result is valid
+    `LATENCY[kind]` cycles after the request was accepted (5 for MTE2/MTE3, 4 for
+    UB->UB) and stays until taken; a copy whose result register is still full waits at its
+    last stage. `request.ready` and the load are register compares that do not look at
+    `result.ready`, so one copy per `latency` - 1 cycles while results are taken on
+    arrival: faster than any copy's command words reach a pipe. The result register also
+    means the consumer reads every field from a flip-flop, not through the geometry's
+    shifts and muxes.
 
     Stages (registers valid n cycles after the request was accepted), each side's end
     summed by `_carry_save_sum` (exact, then kept to the width of the end and an overflow
@@ -243,9 +256,9 @@ class CopyChecker(wiring.Component):
       reduced to at most four vectors; UB->UB: the ends (base + row + product, one
       carry-save level and the add);
     4 MTE2/MTE3: the ends (carry-save down to two vectors and their carry-propagate add);
-      UB->UB: the range and overlap comparisons and the rule priority, into the error
+      UB->UB: the range and overlap comparisons and the rule priority, into the result
       register;
-    5 MTE2/MTE3: the same into the error register.
+    5 MTE2/MTE3: the same into the result register.
     """
 
     LATENCY = {Opcode.COPY_GM_TO_UBUF: 5, Opcode.COPY_UBUF_TO_GM: 5, Opcode.COPY_UBUF_TO_UBUF: 4}
@@ -259,6 +272,7 @@ class CopyChecker(wiring.Component):
             "request": In(stream.Signature(request_layout(kind))),
             "result": Out(stream.Signature(checked_copy_layout(kind))),
             "passing": Out(1),
+            "upcoming": Out(spans_layout(kind)),
         })
 
     def elaborate(self, platform):
@@ -277,39 +291,47 @@ class CopyChecker(wiring.Component):
         ends = self._range_ends(m, accept, incoming, geom)
         geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
         flags = self._rules(m, held, derived, geom, ends)
-        error = Signal(ErrorCode)
         next_error = self._priority(flags)
-        m.d.sync += error.eq(next_error)
-        # The error register is one stage after the slowest rule.
+        # The result register is one stage after the slowest rule.
         assert max(stage for _, stage in flags.values()) + 1 == self.latency
-        age = self._handshake(m, accept, self.latency)
-        m.d.comb += self.passing.eq((age == self.latency - 1) & (next_error == ErrorCode.NONE)
-                                    & ~derived["empty"])
+        load = self._handshake(m, accept, self.latency)
+        m.d.comb += self.passing.eq(load & (next_error == ErrorCode.NONE) & ~derived["empty"])
 
         out = self.result.payload
-        for name, value in geom.items():
-            m.d.comb += out.geom[name].eq(value)
         fields = held.fields
-        m.d.comb += [out.error.eq(error), out.sid.eq(fields.sid)]
+        loaded = {"error": next_error, "sid": fields.sid}
         if "l2_cache_ctl" in fields.shape().members:
-            m.d.comb += out.cache.eq(fields.l2_cache_ctl)
+            loaded["cache"] = fields.l2_cache_ctl
         if "regs" in held.shape().members and "pad_val" in held.regs.shape().members:
-            m.d.comb += out.pad_val.eq(held.regs.pad_val)
+            loaded["pad_val"] = held.regs.pad_val
+        m.d.comb += [self.upcoming[name].eq(geom[name]) for name in SPAN_FIELDS]
+        with m.If(load):
+            m.d.sync += [out.geom[name].eq(value) for name, value in geom.items()]
+            m.d.sync += [out[name].eq(value) for name, value in loaded.items()]
         return m
 
     def _handshake(self, m, accept, latency):
-        """`result` is valid from cycle `latency` after the accept until it is taken.
-        Returns the cycles since the accept (held at `latency` until the result is taken)."""
-        age = Signal(range(latency + 1))
-        m.d.comb += [self.result.valid.eq(age == latency),
-                     self.request.ready.eq(age == 0)]
-        with m.If((age != 0) & (age != latency)):
-            m.d.sync += age.eq(age + 1)
-        with m.If(self.result.valid & self.result.ready):
-            m.d.sync += age.eq(0)
-        with m.Elif(accept):
+        """A copy is evaluated from its accept until stage `latency` - 1, where it waits
+        until the result register is free and is loaded into it (`result` is valid
+        `latency` cycles after the accept at the earliest, until it is taken). The next
+        request is accepted on the cycle the previous one is loaded. Neither `load` nor
+        `request.ready` looks at `result.ready`. Returns `load`."""
+        age = Signal(range(latency))
+        last = age == latency - 1
+        load = Signal()
+        m.d.comb += [load.eq(last & ~self.result.valid),
+                     self.request.ready.eq((age == 0) | load)]
+        with m.If(accept):
             m.d.sync += age.eq(1)
-        return age
+        with m.Elif(load):
+            m.d.sync += age.eq(0)
+        with m.Elif((age != 0) & ~last):
+            m.d.sync += age.eq(age + 1)
+        with m.If(load):
+            m.d.sync += self.result.valid.eq(1)
+        with m.Elif(self.result.ready):
+            m.d.sync += self.result.valid.eq(0)
+        return load
 
     def _element_size(self, m, dtype):
         """(log2 of the element size, supported) of the incoming dtype, combinational (an

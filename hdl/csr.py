@@ -1,9 +1,10 @@
 """The CSR front end: an AXI4-Lite slave through which a CPU drives the engine.
 
 The registers are those of `hdl.regmap`. One write and one read are handled at a time;
-a read takes three cycles (address, the UB request, then data) so that UB_DATA can read
-the UB's synchronous port like any other register. A write to CMD waits (AWREADY/WREADY
-low) while the command FIFO is full, so no command word is ever lost.
+a read takes four cycles (address, the UB request, the UB word's lane into a register,
+then data) so that UB_DATA can read the UB's synchronous port like any other register and
+the block RAMs' output ends in a register before the read mux. A write to CMD waits
+(AWREADY/WREADY low) while the command FIFO is full, so no command word is ever lost.
 
 What reaches the engine is registered: the UB window's requests (`ub` is driven from
 registers, a cycle after the AXI handshake), `clear_errors`, and the done / error terms
@@ -173,9 +174,11 @@ class CsrFrontEnd(wiring.Component):
         rvalid = Signal()
         rdata = Signal(DATA_BITS)
         requested = Signal()                     # address taken, the UB reads next cycle
-        pending = Signal()                       # the UB has read, data next cycle
+        pending = Signal()                       # the UB has read, its word is on ub.rdata
+        selected = Signal()                      # the word's lane is in ub_lane_data
         pending_offset = Signal(regmap.ADDR_BITS)
         pending_lane = Signal(range(max(self.width_bytes // 4, 2)))
+        ub_lane_data = Signal(DATA_BITS)
         m.d.comb += [axil.rvalid.eq(rvalid), axil.rdata.eq(rdata), axil.rresp.eq(Resp.OKAY)]
         with m.If(rvalid & axil.rready):
             m.d.sync += rvalid.eq(0)
@@ -183,11 +186,11 @@ class CsrFrontEnd(wiring.Component):
         # A read waits for a cycle without a write, so the two never share the UB window
         # (both requests are registered alike, so they stay a cycle apart).
         accepted = Signal()
-        m.d.comb += [accepted.eq(axil.arvalid & ~rvalid & ~requested & ~pending
+        m.d.comb += [accepted.eq(axil.arvalid & ~rvalid & ~requested & ~pending & ~selected
                                  & ~write_accepted),
                      axil.arready.eq(accepted)]
         ub_data = regmap.BY_NAME["UB_DATA"].offset
-        m.d.sync += [requested.eq(accepted), pending.eq(requested)]
+        m.d.sync += [requested.eq(accepted), pending.eq(requested), selected.eq(pending)]
         with m.If(accepted):
             offset = axil.araddr & ~3
             m.d.sync += [pending_offset.eq(offset),
@@ -196,13 +199,18 @@ class CsrFrontEnd(wiring.Component):
                 m.d.sync += [self.ub.addr.eq(self._ub_word(ub_addr)), self.ub.re.eq(1),
                              ub_addr.eq(ub_addr + 4)]
 
-        with m.If(pending):
+        # Only the 32-bit lane is registered: the block RAMs' output and their depth select
+        # then end here, not in the read mux below. Meaningful only the cycle after
+        # `pending`, so it needs no enable.
+        m.d.sync += ub_lane_data.eq(self.ub.rdata.word_select(pending_lane, DATA_BITS))
+
+        with m.If(selected):
             m.d.sync += rvalid.eq(1)
             with m.Switch(pending_offset):
                 for offset, value in values.items():
                     with m.Case(offset):
                         m.d.sync += rdata.eq(value)
                 with m.Case(ub_data):
-                    m.d.sync += rdata.eq(self.ub.rdata.word_select(pending_lane, DATA_BITS))
+                    m.d.sync += rdata.eq(ub_lane_data)
                 with m.Default():
                     m.d.sync += rdata.eq(0)

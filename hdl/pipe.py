@@ -2,13 +2,13 @@
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from model.isa import PIPE_REGISTERS, PROFILES, ErrorCode, GM_ADDR_BITS, Opcode, Pipe
 
 from .addrgen import AddressGenerator
-from .checker import CopyChecker
+from .checker import SPAN_FIELDS, CopyChecker
 from .commands import CommandEntry, op_fields
 from .flags import FlagSetSignature, FlagWaitSignature
 from .layouts import CMD_INDEX_BITS, COPY_SEQ_BITS, AbortSignature, Completion, RowJob
@@ -65,15 +65,20 @@ class PipeController(wiring.Component):
                          goes to the address generator, which emits its rows while the next
                          commands are fetched and checked, and its index joins the in-flight
                          queue until its Completion arrives.
-      set_flag        -> waits until no copy is in flight (its writes are committed), then
-                         sets the flag. A flag whose other side is EXTERNAL does nothing.
+      set_flag        -> waits until no copy is in the checker or in flight (its writes
+                         are committed), then sets the flag. A flag whose other side is
+                         EXTERNAL does nothing.
       wait_flag       -> holds the pipe until EventFlags grants the flag.
+
+    Copies overlap: once the checker has taken a copy, the next command is executed while
+    it is checked (the copy's register snapshot is taken as the checker accepts it, so
+    later register writes do not reach it); the checked results are consumed in order,
+    apart from the commands.
 
     Timing: what crosses to other blocks or fans out wide is registered. A checked copy
     starts on the cycle its result arrives if the checker announced it as passing the
     cycle before and it was clear to start then, else a cycle after the result was first
-    seen clear to start (`cleared`); the checker sees its result taken (`result.ready`) a
-    cycle after it was used. A command's end is registered before it counts in
+    seen clear to start (`cleared`). A command's end is registered before it counts in
     `completed` or records an error, and `busy` covers that cycle. A Completion, which
     every datapath offers from a register, counts and leaves the in-flight queue on the
     cycle it is offered.
@@ -100,66 +105,59 @@ class PipeController(wiring.Component):
         addrgen = m.submodules.addrgen = AddressGenerator(self.kind)
         in_flight = m.submodules.in_flight = SyncFIFOBuffered(
             width=CMD_INDEX_BITS, depth=IN_FLIGHT_DEPTH)
+        # Command indices of the copies in the checker: one evaluated, one in its result
+        # register.
+        checking = m.submodules.checking = SyncFIFO(width=CMD_INDEX_BITS, depth=2)
         wiring.connect(m, addrgen.rows, wiring.flipped(self.rows))
         wiring.connect(m, wiring.flipped(self.abort), addrgen.abort)
 
         entry = self.cmd.payload
         drained = in_flight.level == 0
-        finished = Signal()          # a command other than a started copy ends this cycle
-        rule_error = Signal()        # ... and it is a copy that broke a rule
-        index = Signal(CMD_INDEX_BITS)
-        result = checker.result.payload
-
+        idle = drained & ~checking.r_rdy     # no copy in the checker or in flight
+        finished = Signal()          # FETCH ends a command other than a copy this cycle
         regfile = self._registers(m, entry)
         m.d.comb += checker.request.payload.fields.eq(op_fields(entry.cmd, self.kind))
         if regfile is not None:
             m.d.comb += checker.request.payload.regs.eq(regfile.snapshot)
+        m.d.comb += [checking.w_data.eq(entry.index),
+                     checking.w_en.eq(checker.request.valid & checker.request.ready)]
+        self._fetch(m, entry, regfile, idle, checker, finished)
+        copy_end, rule_error = self._start_copies(m, checker, addrgen, in_flight, checking,
+                                                  drained)
 
-        start = Signal()
-        taken = Signal()             # the checker's result is used this cycle
-        cleared = Signal()           # last cycle the result was valid, unused, a copy to
-                                     # run and clear to start
+        pending = self._status(m, in_flight, finished, copy_end, rule_error,
+                               checker.result.payload.error, checking.r_data)
+        m.d.comb += self.status.busy.eq(self.cmd.valid | ~idle | pending)
+        return m
+
+    def _start_copies(self, m, checker, addrgen, in_flight, checking, drained):
+        """The checker's results, in order: a copy that passed goes to the address
+        generator once it is clear to start, and its index joins the in-flight queue; a
+        copy that broke a rule, or an empty one, ends once no copy is in flight (so
+        `completed` and the first error follow command order). Returns (a copy ends here
+        this cycle, it broke a rule)."""
+        result = checker.result.payload
         ok = (result.error == ErrorCode.NONE) & ~result.geom.empty
+        start = Signal()
+        copy_end = Signal()
+        cleared = Signal()           # the result is a copy to run, clear to start
         m.d.comb += [
             addrgen.copy.payload.eq(result),
             addrgen.copy.valid.eq(cleared),
             start.eq(addrgen.copy.valid & addrgen.copy.ready),
-            in_flight.w_data.eq(index),
+            copy_end.eq(checker.result.valid & ~ok & drained),
+            checker.result.ready.eq(start | copy_end),
+            checking.r_en.eq(start | copy_end),
+            in_flight.w_data.eq(checking.r_data),
             in_flight.w_en.eq(start),
         ]
-
-        # A result waits in CHECK, where the in-flight queue only drains and the hazard
-        # range stays put, so a clearance seen a cycle ago still holds. `cleared` implies
-        # CHECK and a valid result: a used result (`taken`, then `result.ready` the cycle
-        # after) clears it, and the checker has no other result to offer. The checker's
-        # `passing` clears a copy the cycle before its result arrives (the hazard
-        # range's inputs are valid by then), so a copy clear at once starts with it.
-        clear_to_start = in_flight.w_rdy & ~self._hazard(m, checker.result, drained, start)
-        usable = (checker.result.valid & ok & ~checker.result.ready) | checker.passing
-        m.d.sync += cleared.eq(usable & ~taken & clear_to_start)
-        # The checker learns a cycle late that its result was used (FETCH ignores the
-        # result meanwhile), so the address generator's ready does not reach its counter.
-        m.d.sync += checker.result.ready.eq(taken)
-
-        with m.FSM() as fsm:
-            with m.State("FETCH"):
-                self._fetch(m, entry, regfile, drained, checker, finished, index)
-            with m.State("CHECK"):
-                with m.If(start):
-                    m.d.comb += taken.eq(1)
-                    m.next = "FETCH"
-                with m.Elif(checker.result.valid & ~ok & drained):
-                    m.d.comb += [
-                        taken.eq(1),
-                        finished.eq(1),
-                        rule_error.eq(result.error != ErrorCode.NONE),
-                    ]
-                    m.next = "FETCH"
-
-        pending = self._status(m, in_flight, finished, rule_error, result.error, index)
-        m.d.comb += self.status.busy.eq(self.cmd.valid | ~fsm.ongoing("FETCH") | ~drained
-                                        | pending)
-        return m
+        # Only a start changes the in-flight queue's room and the hazard range, and a
+        # start needs `cleared`, so a clearance seen a cycle ago still holds. `passing`
+        # clears a copy the cycle before its result arrives.
+        hazard = self._hazard(m, checker, drained, start)
+        waiting = checker.result.valid & ok & ~start
+        m.d.sync += cleared.eq((waiting | checker.passing) & in_flight.w_rdy & ~hazard)
+        return copy_end, copy_end & (result.error != ErrorCode.NONE)
 
     def _registers(self, m, entry):
         """The pipe's register file, written by its register-write commands; None for V."""
@@ -169,8 +167,8 @@ class PipeController(wiring.Component):
         m.d.comb += regfile.command.eq(entry.cmd)
         return regfile
 
-    def _fetch(self, m, entry, regfile, drained, checker, finished, index):
-        """FETCH: execute the command at the head of `cmd`, or hand a copy to the checker."""
+    def _fetch(self, m, entry, regfile, idle, checker, finished):
+        """Execute the command at the head of `cmd`, or hand a copy to the checker."""
         opcode = entry.cmd.opcode
         valid = self.cmd.valid
         set_fields = op_fields(entry.cmd, Opcode.SET_FLAG)
@@ -187,16 +185,13 @@ class PipeController(wiring.Component):
                     checker.request.valid.eq(valid),
                     self.cmd.ready.eq(checker.request.ready),
                 ]
-                with m.If(valid & checker.request.ready):
-                    m.d.sync += index.eq(entry.index)
-                    m.next = "CHECK"
             with m.Case(Opcode.SET_FLAG):
-                # Only a flag another pipe of this engine waits on needs this pipe drained.
+                # Only a flag another pipe of this engine waits on needs this pipe idle.
                 external = set_fields.dst_pipe == Pipe.EXTERNAL
-                go = valid & (external | drained)
+                go = valid & (external | idle)
                 m.d.comb += [
                     self.flag_set.valid.eq(go & ~external),
-                    self.cmd.ready.eq(external | drained),
+                    self.cmd.ready.eq(external | idle),
                     finished.eq(go),
                 ]
             with m.Case(Opcode.WAIT_FLAG):
@@ -211,16 +206,22 @@ class PipeController(wiring.Component):
                     m.d.comb += regfile.write.eq(valid)
                 m.d.comb += [self.cmd.ready.eq(1), finished.eq(valid)]
 
-    def _hazard(self, m, checked, drained, start):
+    def _hazard(self, m, checker, drained, start):
         """UB->UB only: a copy must not read UB bytes that a copy still in flight writes.
 
         The destination spans of the copies in flight are kept as one covering range; a
         copy whose source span meets it waits until the pipe has drained. MTE2 and MTE3
         read one memory and write the other, so their copies never depend on each other.
-        The spans' ends are the checker's (geom.src_end / dst_end), so no multiply here."""
+        The spans are the checker's (the result's, or the announced copy's while its
+        result is on its way), so no multiply here."""
         if self.pipe != Pipe.V:
             return 0
-        geom = checked.payload.geom
+        geom = checker.result.payload.geom
+        spans = Signal.like(checker.upcoming, name="spans")
+        with m.If(checker.result.valid):
+            m.d.comb += [spans[name].eq(geom[name]) for name in SPAN_FIELDS]
+        with m.Else():
+            m.d.comb += spans.eq(checker.upcoming)
         lo = Signal.like(geom.dst, name="dirty_lo")
         hi = Signal.like(geom.dst_end, name="dirty_hi")
         with m.If(start):
@@ -228,25 +229,27 @@ class PipeController(wiring.Component):
                 lo.eq(Mux(drained | (geom.dst < lo), geom.dst, lo)),
                 hi.eq(Mux(drained | (geom.dst_end > hi), geom.dst_end, hi)),
             ]
-        return ~drained & (geom.src < hi) & (lo < geom.src_end)
+        return ~drained & (spans.src < hi) & (lo < spans.src_end)
 
-    def _status(self, m, in_flight, finished, rule_error, rule_code, index):
+    def _status(self, m, in_flight, finished, copy_end, rule_error, rule_code, rule_index):
         """Completions from the datapath and the commands that end here: the completed
         count and the first error. A Completion counts on the cycle it is offered (every
         datapath offers it from a register); a command's end is registered first. Returns
         1 while an end waits to be counted."""
         status, done = self.status, self.done.payload
         m.d.comb += self.done.ready.eq(1)
-        # `index` needs no copy: the next copy is accepted (and `index` loaded) at the
-        # earliest on the cycle after `finished`.
-        ended = Signal()
+        ended_command = Signal()
+        ended_copy = Signal()
         failed = Signal()
         code = Signal(ErrorCode)
-        m.d.sync += [ended.eq(finished), failed.eq(rule_error), code.eq(rule_code)]
+        index = Signal(CMD_INDEX_BITS)
+        m.d.sync += [ended_command.eq(finished), ended_copy.eq(copy_end),
+                     failed.eq(rule_error), code.eq(rule_code), index.eq(rule_index)]
         arrived = self.done.valid
         bus_error = arrived & (done.error != ErrorCode.NONE)
         m.d.comb += in_flight.r_en.eq(arrived)
-        m.d.sync += status.completed.eq(status.completed + ended + arrived)
+        m.d.sync += status.completed.eq(status.completed + ended_command + ended_copy
+                                        + arrived)
 
         with m.If(self.clear):
             m.d.sync += [status.error.eq(ErrorCode.NONE), status.error_index.eq(0),
@@ -259,4 +262,4 @@ class PipeController(wiring.Component):
         with m.Elif(failed & unrecorded):
             m.d.sync += [status.error.eq(code), status.error_index.eq(index),
                          status.error_addr.eq(0)]
-        return ended
+        return ended_command | ended_copy

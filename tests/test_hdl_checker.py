@@ -76,39 +76,46 @@ def boundaries_touched(kind, values, regs, profile):
     return found
 
 
-@pytest.mark.parametrize("kind,profile,count", [
-    (Opcode.COPY_GM_TO_UBUF, "a5", 4000),
-    (Opcode.COPY_GM_TO_UBUF, "a2a3", 2000),
-    (Opcode.COPY_UBUF_TO_GM, "a2a3", 3000),
-    (Opcode.COPY_UBUF_TO_UBUF, "kirin9030", 3000),
+@pytest.mark.parametrize("kind,profile,count,stall", [
+    (Opcode.COPY_GM_TO_UBUF, "a5", 4000, 0.0),
+    (Opcode.COPY_GM_TO_UBUF, "a2a3", 2000, 0.5),
+    (Opcode.COPY_UBUF_TO_GM, "a2a3", 3000, 0.3),
+    (Opcode.COPY_UBUF_TO_UBUF, "kirin9030", 3000, 0.3),
 ])
-def test_checker_matches_rules(kind, profile, count):
+def test_checker_matches_rules(kind, profile, count, stall):
+    """Random copies against the model; the consumer refuses a result with probability
+    `stall` per cycle."""
     profile = PROFILES[profile]
     rng = random.Random(f"{kind.name}-{profile.name}")
     cases = [random_copy(rng, kind, profile) for _ in range(count)]
     dut = CopyChecker(kind, profile)
     got = []
-    announced = []          # per cycle: `passing` was high the cycle before
+    announced = []          # per cycle: (a new result arrived, `passing` the cycle before)
 
     async def producer(ctx):
         for values, regs in cases:
             await stream_put(ctx, dut.request, request_payload(kind, values, regs))
 
     async def consumer(ctx):
-        ctx.set(dut.result.ready, 1)
+        ready_rng = random.Random(count)
         passing_before = 0
+        waiting = False                 # a result was offered and refused last cycle
         while len(got) < count:
+            ready = int(ready_rng.random() >= stall)
+            ctx.set(dut.result.ready, ready)
             _, _, valid, payload, passing = await ctx.tick().sample(
                 dut.result.valid, dut.result.payload, dut.passing)
-            if valid:
+            announced.append((bool(valid) and not waiting, passing_before))
+            if valid and ready:
                 got.append(payload)
-            announced.append((valid, passing_before))
+            waiting = bool(valid) and not ready
             passing_before = passing
 
-    run_sim(dut, producer, consumer, timeout=count * (dut.latency + 2) + 50)
-    # `passing` comes exactly on the cycle before each result that passes, and never else.
-    assert not any(passing for valid, passing in announced if not valid)
-    assert [passing for valid, passing in announced if valid] == [
+    run_sim(dut, producer, consumer,
+            timeout=int(count * (dut.latency + 2) / (1 - stall)) + 50)
+    # `passing` comes exactly on the cycle before each new result that passes, never else.
+    assert not any(passing for new, passing in announced if not new)
+    assert [passing for new, passing in announced if new] == [
         int(p.error == ErrorCode.NONE and not p.geom.empty) for p in got]
 
     codes = collections.Counter()
@@ -137,7 +144,8 @@ def test_checker_matches_rules(kind, profile, count):
 
 
 def test_checker_throughput_and_latency():
-    """Back to back: one copy per LATENCY + 1 cycles, result LATENCY cycles after the
+    """Back to back, results taken on arrival: one copy per LATENCY - 1 cycles (the next
+    request is taken as the previous result is loaded), result LATENCY cycles after the
     accept."""
     kind = Opcode.COPY_UBUF_TO_GM
     profile = PROFILES["a5"]
@@ -149,7 +157,7 @@ def test_checker_throughput_and_latency():
     async def bench(ctx):
         ctx.set(dut.result.ready, 1)
         pending = list(cases)
-        for cycle in range(20 * (dut.latency + 1) + 10):
+        for cycle in range(20 * dut.latency + 10):
             if pending:
                 ctx.set(dut.request.valid, 1)
                 ctx.set(dut.request.payload, request_payload(kind, *pending[0]))
@@ -166,7 +174,7 @@ def test_checker_throughput_and_latency():
     run_sim(dut, bench)
     assert len(accepts) == len(results) == 20
     assert all(r - a == dut.latency for a, r in zip(accepts, results))
-    assert all(b - a == dut.latency + 1 for a, b in zip(accepts, accepts[1:]))
+    assert all(b - a == dut.latency - 1 for a, b in zip(accepts, accepts[1:]))
 
 
 @pytest.mark.parametrize("kind", COPY_KINDS)

@@ -43,7 +43,10 @@ async def axil_read(ctx, axil, offset):
 
 
 def ub_model(dut, memory, width):
-    """The UB's test port: synchronous read, byte-strobed write."""
+    """The UB's test port: synchronous read, byte-strobed write. As in the UB, a read's
+    word is on `rdata` for one cycle only; junk follows."""
+    junk = int.from_bytes(b"\x5a" * width, "little")
+
     async def process(ctx):
         async for *_, we, re, addr, wdata, wstrb in ctx.tick().sample(
                 dut.ub.we, dut.ub.re, dut.ub.addr, dut.ub.wdata, dut.ub.wstrb):
@@ -51,9 +54,8 @@ def ub_model(dut, memory, width):
                 for i in range(width):
                     if wstrb >> i & 1:
                         memory[addr * width + i] = wdata >> (8 * i) & 0xFF
-            if re:
-                word = sum(memory[addr * width + i] << (8 * i) for i in range(width))
-                ctx.set(dut.ub.rdata, word)
+            word = sum(memory[addr * width + i] << (8 * i) for i in range(width))
+            ctx.set(dut.ub.rdata, word if re else junk)
     return process
 
 

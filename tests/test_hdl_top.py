@@ -676,6 +676,30 @@ def test_back_to_back_copies_add_only_their_beats(shape):
     assert cycles == one + (copies - 1) * beats, (cycles, one)
 
 
+SHORT_COPIES = 6
+
+
+def short_copy(shape, index):
+    """One row of W bytes (one beat on each side), the `index`-th of its shape."""
+    return {"gm_to_ub": gm_to_ub(gm(0, index * W), 0x2000 + index * W, 1, W),
+            "ub_to_gm": ub_to_gm(index * W, gm(2, index * W), 1, W),
+            "ub_to_ub": ub_to_ub(index * W, 0x2000 + index * W, 1, W // 32)}[shape]
+
+
+@pytest.mark.parametrize("shape", ["gm_to_ub", "ub_to_gm", "ub_to_ub"])
+def test_short_copies_run_at_the_command_port_rate(shape):
+    """Copies of one beat, their words pushed one per cycle (7, 6 and 4 words per copy):
+    the pipe takes each copy as its last word arrives, so each copy after the first adds
+    exactly its command words, and the last one takes as long as it does alone."""
+    program = number([short_copy(shape, k) for k in range(SHORT_COPIES)])
+    last = instrs(program)[-1]
+    words = len(isa.encode(last.op, last.values))
+    timing = Timing(latency=(GM_LATENCY, GM_LATENCY))
+    cycles = copy_cycles(tile_setup(), program, timing, timed=SHORT_COPIES)
+    one = copy_cycles(tile_setup(), number([last]), timing)
+    assert cycles == one + (SHORT_COPIES - 1) * words, (cycles, one, words)
+
+
 def test_generated_verilog_lints(tmp_path):
     """`make verilog`'s generator, then `verilator --lint-only -Wall` with the waivers."""
     out = tmp_path / "mte_dma.v"
