@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS, Opcode
 
-from .checker import COPY_KINDS, checked_copy_layout
+from .checker import COPY_KINDS, LOOP_COUNTS, checked_copy_layout
 from .layouts import COPY_SEQ_BITS, AbortSignature, RowJob
 
 # A 40-bit address add is done in two halves on consecutive stages (walk, then output), so
@@ -20,7 +20,6 @@ ROW_ADDRESSES = {
     # UB->UB: the destination row (a UB address) travels in gm_addr.
     Opcode.COPY_UBUF_TO_UBUF: {"gm_addr": "dst", "ub_addr": "src"},
 }
-LOOP_COUNTS = ("n_burst", "loop1_count", "loop2_count")     # inner to outer
 
 
 class Step(enum.Enum, shape=2):
@@ -143,7 +142,8 @@ class AddressGenerator(wiring.Component):
         m.d.comb += walk.eq(walking & advance)
         next_step = _next_step(at_end)
         # The incoming copy's first row, walked as it is taken.
-        first_at_end = [incoming.geom[name] == 1 for name in LOOP_COUNTS]
+        # A copy taken is not empty, so a count that is not many is 1.
+        first_at_end = [~incoming.geom[f"{name}_many"] for name in LOOP_COUNTS]
         first_next = _next_step(first_at_end)
         first_ending = first_at_end[0] & first_at_end[1] & first_at_end[2]
 
@@ -198,7 +198,7 @@ class AddressGenerator(wiring.Component):
                 with m.If(first_next == level):
                     m.d.sync += [counter.eq(count - 2), flag.eq(count == 2)]
                 with m.Else():
-                    m.d.sync += [counter.eq(count - 1), flag.eq(count == 1)]
+                    m.d.sync += [counter.eq(count - 1), flag.eq(first_at_end[level])]
         return m
 
     @staticmethod
@@ -210,7 +210,7 @@ class AddressGenerator(wiring.Component):
             with m.If(step == level):
                 m.d.sync += [counter.eq(counter - 1), flag.eq(counter == 1)]
             with m.Elif(step > level):
-                m.d.sync += [counter.eq(count - 1), flag.eq(count == 1)]
+                m.d.sync += [counter.eq(count - 1), flag.eq(~job.geom[f"{name}_many"])]
 
     @staticmethod
     def _walk_low(m, job, incoming, side, take, walk, next_step, first_next):

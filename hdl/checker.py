@@ -22,6 +22,7 @@ ADDRESS_FIELDS = {
     Opcode.COPY_UBUF_TO_GM: ("ub_src", "gm_dst"),
     Opcode.COPY_UBUF_TO_UBUF: ("ub_src", "ub_dst"),
 }
+LOOP_COUNTS = ("n_burst", "loop1_count", "loop2_count")     # inner to outer
 LOG2_ES_BITS = 2
 ES_BITS = max(d.size for d in DTYPES).bit_length()
 LINE_SHIFT = exact_log2(UB_LINE)
@@ -82,6 +83,8 @@ def geometry_layout(kind):
         "es": ES_BITS,
         "select": 1,
         "empty": 1,
+        # Each count > 1 (the address generator's first row needs no compare).
+        **{f"{count}_many": 1 for count in LOOP_COUNTS},
         # One past the last byte read / written (valid for a non-empty copy that passed).
         "src_end": op.field(src).width + 1,
         "dst_end": op.field(dst).width + 1,
@@ -222,8 +225,9 @@ class CopyChecker(wiring.Component):
     regs: the pipe's register snapshot (MTE2/MTE3 only)}.
     result: `checked_copy_layout(kind)`: {error, geom, sid, cache, pad_val}; `error` is the
     first rule broken (model.rules.check_copy) or NONE, `geom` as model.rules.geometry
-    plus es, select, empty (any count or len_burst 0) and src_end / dst_end (one past the
-    last byte of each side's span). FIELD_RANGE never occurs: a field that fits its bits
+    plus es, select, empty (any count or len_burst 0), n_burst_many / loop1_count_many /
+    loop2_count_many (that count > 1) and src_end / dst_end (one past the last byte of each
+    side's span). FIELD_RANGE never occurs: a field that fits its bits
     is in range.
     passing: high on the cycle before `result.valid` rises when that result will pass
     (error NONE, not empty), so a consumer can register its decision to start the copy
@@ -377,6 +381,7 @@ class CopyChecker(wiring.Component):
         src, dst = ADDRESS_FIELDS[self.kind]
         geom = {"src": fields[src], "dst": fields[dst], "n_burst": fields.n_burst,
                 "es": Const(1, ES_BITS) << derived["log2_es"], "empty": derived["empty"]}
+        geom.update({f"{count}_many": derived.get(f"{count}_many", 0) for count in LOOP_COUNTS})
         if not has_loops(self.kind):
             length = fields.len_burst << LINE_SHIFT
             geom.update(len_burst=length, row_bytes=length, loop1_count=1, loop2_count=1,

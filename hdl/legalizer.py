@@ -34,12 +34,27 @@ def split_grid(width_bytes):
 
 
 class GmRow(data.Struct):
-    """A byte-exact GM row of a command: `length` (>= 1) bytes from `addr`."""
+    """A byte-exact GM row of a command: `length` (>= 1) bytes from `addr`, with where its
+    first burst ends (`first_split`)."""
     addr: GM_ADDR_BITS
     length: LEN_BITS
     sid: SID_BITS
     cache: CACHE_BITS
     last: 1             # last row of its command
+    end: LEN_BITS + 1           # the row's end, counted from the start of its grid cell
+    end_words: LEN_BITS + 1     # ... in words, rounded up
+    first_fits: 1               # the row ends in its first grid cell: one burst
+
+
+def first_split(addr, length, width_bytes):
+    """GmRow's `end`, `end_words` and `first_fits` of `length` bytes at `addr` (ints or
+    Values): worked out before a row is queued, so no carry chain of them is in front of
+    the burst splitter's decision."""
+    shift = check_width(width_bytes)
+    grid = split_grid(width_bytes)
+    end = (addr & (grid - 1)) + length
+    return {"end": end, "end_words": (end + width_bytes - 1) >> shift,
+            "first_fits": end <= grid}
 
 
 class Burst(data.Struct):
@@ -101,21 +116,15 @@ class BurstSplitter(wiring.Component):
         fits = Signal()             # the rest of the row is this burst
         row = Signal(GmRow)         # sid, cache and last of the row being split
 
-        # A new row's first burst, from the row itself: its sums are independent adds, so
-        # the path from `rows.payload` to `bursts.payload` is one carry chain and a mux.
+        # A new row's first burst, from the row itself: where it ends came with the row, so
+        # the path from `rows.payload` to `bursts.payload` is one carry chain and a mux,
+        # and the decision to go on with the row is a mux.
         offset = new.addr[:grid_bits]
-        new_end = Signal.like(end)
-        new_end_words = Signal.like(end_words)
-        first_fits = Signal()
+        new_end, new_end_words, first_fits = new.end, new.end_words, new.first_fits
         first_beats = Signal.like(self.bursts.payload.beats)
-        m.d.comb += [
-            new_end.eq(offset + new.length),
-            new_end_words.eq((offset + new.length + self._width - 1) >> shift),
-            first_fits.eq(new_end <= grid),
-            first_beats.eq(Mux(first_fits,
-                               (offset[:shift] + new.length + self._width - 1) >> shift,
-                               grid_words - offset[shift:])),
-        ]
+        m.d.comb += first_beats.eq(Mux(first_fits,
+                                       (offset[:shift] + new.length + self._width - 1) >> shift,
+                                       grid_words - offset[shift:]))
 
         out = self.bursts
         last = Mux(active, row.last, new.last)

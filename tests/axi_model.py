@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from hdl.axi import BurstType, Resp
+from hdl.legalizer import first_split
 
 PAGE = 4096
 
@@ -18,6 +19,12 @@ PAGE = 4096
 def beats_of(addr, length, width):
     """Bus words that bytes [addr, addr + length) touch."""
     return ((addr % width) + length + width - 1) // width
+
+
+def gm_row(row, width):
+    """A GmRow payload: `row` ({addr, length, sid, cache, last}) and where its first burst
+    ends, as the datapaths queue it (`hdl.legalizer.first_split`)."""
+    return {**row, **first_split(row["addr"], row["length"], width)}
 
 
 def split_row(addr, length, width):

@@ -7,7 +7,7 @@ from amaranth.back import verilog
 from amaranth.hdl import Shape
 
 from hdl.addrgen import ROW_ADDRESSES, AddressGenerator
-from hdl.checker import COPY_KINDS, geometry_layout, has_loops
+from hdl.checker import COPY_KINDS, LOOP_COUNTS, geometry_layout, has_loops
 from hdl_helpers import run_sim, stream_put
 from model.isa import Opcode
 
@@ -95,7 +95,10 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
 
     async def producer(ctx):
         for copy in copies:
-            await stream_put(ctx, dut.copy, copy)
+            # The checker's flags of the copy's counts, as the test last set them.
+            geom = copy["geom"]
+            many = {f"{name}_many": int(geom[name] > 1) for name in LOOP_COUNTS}
+            await stream_put(ctx, dut.copy, {**copy, "geom": {**geom, **many}})
 
     async def consumer(ctx):
         idle = 0

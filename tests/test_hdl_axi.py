@@ -5,7 +5,7 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from axi_model import PAGE, AxiMemory, Timing, beats_of, split_row
+from axi_model import PAGE, AxiMemory, Timing, beats_of, gm_row, split_row
 from hdl.axi import Resp
 from hdl.axi_reader import AxiReader
 from hdl.axi_writer import AxiWriter
@@ -82,7 +82,7 @@ def run_read(width, commands, rng, timing, errors=(), max_outstanding=8, stall_i
             for row in rows:
                 if pace(rng, stall_in):
                     await idle(ctx, rng.randint(1, 4))
-                await stream_put(ctx, dut.rows, row)
+                await stream_put(ctx, dut.rows, gm_row(row, width))
 
     async def drain(ctx):
         got.extend(await stream_collect(ctx, dut.beats, len(expected), stall_out, rng))
@@ -203,7 +203,7 @@ def run_write(width, commands, rng, timing, error_pages=(), max_outstanding=8,
             for row in rows:
                 if pace(rng, stall_in):
                     await idle(ctx, rng.randint(1, 4))
-                await stream_put(ctx, dut.rows, row)
+                await stream_put(ctx, dut.rows, gm_row(row, width))
 
     async def feed_words(ctx):
         for word in words:
@@ -287,7 +287,7 @@ def test_write_full_rate(width):
     cycles = []
 
     async def feed(ctx):
-        await stream_put(ctx, dut.rows, row)
+        await stream_put(ctx, dut.rows, gm_row(row, width))
 
     async def feed_words(ctx):
         for word in words:

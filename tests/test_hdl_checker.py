@@ -6,7 +6,7 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from hdl.checker import COPY_KINDS, CopyChecker, has_loops
+from hdl.checker import COPY_KINDS, LOOP_COUNTS, CopyChecker, has_loops
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFILES, ErrorCode,
                        Opcode)
 from model.rules import check_copy, geometry
@@ -49,6 +49,7 @@ def expected_result(kind, values, regs, profile):
     geom = {name: getattr(g, name) for name in GEOMETRY_FIELDS}
     geom.update(es=DTYPES[values["dtype"]].size, empty=int(g.empty),
                 select=values.get("data_select_bit", 0))
+    geom.update({f"{name}_many": int(getattr(g, name) > 1) for name in LOOP_COUNTS})
     if not g.empty:
         geom.update(src_end=g.src_end(), dst_end=g.dst_end())
     return error, geom, passthrough

@@ -8,7 +8,7 @@ from amaranth.back import verilog
 from hdl.layouts import LEN_BITS
 from hdl.legalizer import PAGE_BYTES, BurstSplitter
 from model.isa import GM_ADDR_BITS
-from axi_model import beats_of, split_row
+from axi_model import beats_of, gm_row, split_row
 from hdl_helpers import idle, run_sim, stream_collect, stream_put
 
 TOP = 1 << GM_ADDR_BITS
@@ -56,7 +56,7 @@ def run_splitter(width, rows, rng, stall_in, stall_out):
         for row in rows:
             if rng.random() < stall_in:
                 await idle(ctx, rng.randint(1, 3))
-            await stream_put(ctx, dut.rows, row)
+            await stream_put(ctx, dut.rows, gm_row(row, width))
 
     async def drain(ctx):
         got.extend(await stream_collect(ctx, dut.bursts, expected, stall_out, rng))
