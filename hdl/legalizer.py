@@ -4,7 +4,7 @@ AXI4 forbids a burst to cross a 4 KiB boundary or to exceed 256 beats. Rows here
 byte-exact and may start anywhere; beats are W-aligned words of the bus.
 """
 
-from amaranth.hdl import C, Cat, Module, Mux, Signal
+from amaranth.hdl import C, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -44,26 +44,42 @@ class GmRow(data.Struct):
     end: LEN_BITS + 1           # the row's end, counted from the start of its grid cell
     end_words: LEN_BITS + 1     # ... in words, rounded up
     first_fits: 1               # the row ends in its first grid cell: one burst
+    first_beats: MAX_BEATS.bit_length()     # the first burst's beats
+    first_len: 8                            # ... - 1 (its AxLEN)
+
+
+def _either(condition, if_true, if_false):
+    """Mux for Values, a conditional for ints."""
+    if isinstance(condition, Value):
+        return Mux(condition, if_true, if_false)
+    return if_true if condition else if_false
 
 
 def first_split(addr, length, width_bytes):
-    """GmRow's `end`, `end_words` and `first_fits` of `length` bytes at `addr` (ints or
-    Values): worked out before a row is queued, so no carry chain of them is in front of
-    the burst splitter's decision."""
+    """GmRow's `end`, `end_words`, `first_fits`, `first_beats` and `first_len` of `length`
+    bytes at `addr` (ints or Values): worked out before a row is queued, so no carry
+    chain of them is in front of the burst splitter or the address channel."""
     shift = check_width(width_bytes)
     grid = split_grid(width_bytes)
-    end = (addr & (grid - 1)) + length
-    return {"end": end, "end_words": (end + width_bytes - 1) >> shift,
-            "first_fits": end <= grid}
+    offset = addr & (grid - 1)
+    end = offset + length
+    fits = end <= grid
+    # The first burst runs to the row's end if that is in its grid cell, else to the cell's.
+    to_row_end = (addr & (width_bytes - 1)) + length
+    to_cell_end = (grid >> shift) - (offset >> shift)
+    return {"end": end, "end_words": (end + width_bytes - 1) >> shift, "first_fits": fits,
+            "first_beats": _either(fits, (to_row_end + width_bytes - 1) >> shift, to_cell_end),
+            "first_len": _either(fits, (to_row_end - 1) >> shift, to_cell_end - 1)}
 
 
 class Burst(data.Struct):
     """One legal burst: bytes [addr, addr + length) of a row, within one 4 KiB page.
 
     `addr` is the burst's first byte (unaligned); the burst moves `beats` W-aligned words,
-    ceil(((addr % W) + length) / W) of them."""
+    ceil(((addr % W) + length) / W) of them; `axlen` is beats - 1."""
     addr: GM_ADDR_BITS
     beats: MAX_BEATS.bit_length()
+    axlen: 8
     length: PAGE_BYTES.bit_length()
     first: 1            # first burst of its row
     last_of_row: 1
@@ -113,6 +129,7 @@ class BurstSplitter(wiring.Component):
         cell = Signal(GM_ADDR_BITS - grid_bits)
         end = Signal(LEN_BITS + 1)
         end_words = Signal(LEN_BITS + 1 - shift)
+        end_len = Signal.like(end_words)           # end_words - 1
         fits = Signal()             # the rest of the row is this burst
         row = Signal(GmRow)         # sid, cache and last of the row being split
 
@@ -121,10 +138,6 @@ class BurstSplitter(wiring.Component):
         # and the decision to go on with the row is a mux.
         offset = new.addr[:grid_bits]
         new_end, new_end_words, first_fits = new.end, new.end_words, new.first_fits
-        first_beats = Signal.like(self.bursts.payload.beats)
-        m.d.comb += first_beats.eq(Mux(first_fits,
-                                       (offset[:shift] + new.length + self._width - 1) >> shift,
-                                       grid_words - offset[shift:]))
 
         out = self.bursts
         last = Mux(active, row.last, new.last)
@@ -134,7 +147,10 @@ class BurstSplitter(wiring.Component):
             out.payload.addr.eq(Mux(active, Cat(C(0, grid_bits), cell), new.addr)),
             out.payload.length.eq(Mux(active, Mux(fits, end, grid),
                                       Mux(first_fits, new.length, grid - offset))),
-            out.payload.beats.eq(Mux(active, Mux(fits, end_words, grid_words), first_beats)),
+            out.payload.beats.eq(Mux(active, Mux(fits, end_words, grid_words),
+                                     new.first_beats)),
+            out.payload.axlen.eq(Mux(active, Mux(fits, end_len, grid_words - 1),
+                                     new.first_len)),
             out.payload.first.eq(~active),
             out.payload.last_of_row.eq(now_fits),
             out.payload.last.eq(now_fits & last),
@@ -151,6 +167,7 @@ class BurstSplitter(wiring.Component):
                     cell.eq(cell + 1),
                     end.eq(end - grid),
                     end_words.eq(end_words - grid_words),
+                    end_len.eq(end_len - grid_words),
                     fits.eq(end <= 2 * grid),
                 ]
             with m.Else():
@@ -159,6 +176,7 @@ class BurstSplitter(wiring.Component):
                     cell.eq(new.addr[grid_bits:] + 1),
                     end.eq(new_end - grid),
                     end_words.eq(new_end_words - grid_words),
+                    end_len.eq(new_end_words - (grid_words + 1)),
                     fits.eq(new_end <= 2 * grid),
                     row.eq(new),
                 ]
@@ -235,7 +253,7 @@ class BurstIssuer(wiring.Component):
             a_fifo.w_en.eq(take),
             a_in.id.eq(b.payload.sid),
             a_in.addr.eq(b.payload.addr[shift:] << shift),
-            a_in.len.eq(b.payload.beats - 1),
+            a_in.len.eq(b.payload.axlen),
             a_in.cache.eq(b.payload.cache),
             push.addr.eq(taken_ptr),
             push.data.eq(b.payload),

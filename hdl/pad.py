@@ -6,8 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
-from .aligner import (buffered_output, dst_word_layout, offset_bits, register_stage,
-                      skid_stage)
+from .aligner import buffered_output, dst_word_layout, offset_bits, skid_stage
 from .layouts import EXTENT_BITS, LEFT_BITS, LEN_BITS, ub_word_bits
 
 PAD8_BYTES = 8
@@ -69,8 +68,8 @@ class PadInserter(wiring.Component):
     data word must be offered by then). Both registers fill while earlier rows run, so
     rows follow each other with no gap; the datapaths hand a row over several cycles
     before its first data word. `data.ready` and `rows.ready` depend only on registers
-    (the input register is a `skid_stage`); `ub.ready` only steps the output queue (see
-    aligner.buffered_output).
+    (both registers are `skid_stage`s, so a handshake's decision ends at the next stage);
+    `ub.ready` only steps the output queue (see aligner.buffered_output).
     """
 
     def __init__(self, width_bytes=32):
@@ -209,9 +208,12 @@ class PadInserter(wiring.Component):
             spots.pad8.eq(row.pad8),
             spots.last.eq(row.last),
         ]
+        # A skid stage too, so the word sequencer's decision to load the next row (from
+        # the data handshake) ends at this stage's registers and does not reach the row
+        # input stage's as well.
         spots_take = Signal()
-        spots_valid, spots, spots_ready = register_stage(m, row_valid, spots, spots_take,
-                                                         "row_spots")
+        spots_valid, spots, spots_ready = skid_stage(m, row_valid, spots, spots_take,
+                                                     "row_spots")
         m.d.comb += row_take.eq(spots_ready)
 
         # Word positions count down: the row registers' `rest` is the number of the row's

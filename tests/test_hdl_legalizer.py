@@ -87,6 +87,7 @@ def check_bursts(width, rows, got):
             assert aligned // PAGE_BYTES == (aligned + b.beats * width - 1) // PAGE_BYTES
             assert 1 <= b.beats <= 256
             assert b.beats == beats_of(b.addr, b.length, width)
+            assert b.axlen == b.beats - 1
         assert pos == row["addr"] + row["length"]
     assert i == len(got)
 
