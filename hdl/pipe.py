@@ -114,7 +114,7 @@ class PipeController(wiring.Component):
         entry = self.cmd.payload
         drained = in_flight.level == 0
         idle = drained & ~checking.r_rdy     # no copy in the checker or in flight
-        finished = Signal()          # FETCH ends a command other than a copy this cycle
+        finished = Signal()          # a command other than a copy ends this cycle
         regfile = self._registers(m, entry)
         m.d.comb += checker.request.payload.fields.eq(op_fields(entry.cmd, self.kind))
         if regfile is not None:
