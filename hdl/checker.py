@@ -3,6 +3,8 @@
 Equal to `model.rules.check_copy` and `model.rules.geometry` on every encodable input.
 """
 
+import itertools
+
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -131,31 +133,36 @@ def _align_up(value):
     return ((value + (UB_LINE - 1)) >> LINE_SHIFT) << LINE_SHIFT
 
 
-def _load(m, accept, value, name):
-    """A register loaded with the request (valid at stage 1, held until the next accept)."""
-    reg = Signal(value.shape(), name=name)
+def _load(m, accept, value, name, init=0):
+    """A register loaded with the request (valid at stage 1, held until the next accept).
+    Registers that load the same value are kept apart (not merged by synthesis) by
+    giving them different `init` values, which nothing reads: the result is valid only
+    after an accept, so the register needs no reset either."""
+    reg = Signal(value.shape(), name=name, init=init, reset_less=True)
     with m.If(accept):
         m.d.sync += reg.eq(value)
     return reg
 
 
-def _partial_products(m, accept, a, b, cap, name, weight=0):
+def _partial_products(m, accept, a, b, cap, name, copies, weight=0):
     """(a*b) << weight, for Values a and b of the request being accepted, as partial
     products of at most MUL_BITS x MUL_BITS bits each, in the form `_carry_save_sum` sums:
     ((value shifted to its weight, flag), stage). Bits of weight 2^cap and up only set the
     flag, so a product wholly above them needs no multiplier, only a nonzero test of its
     factors (stage 2), and has no value (None). A multiplier loads its operands into
     registers of its own with the request (stage 1; no shared net drives all the DSP
-    blocks, and they can be the block's input registers) and gives its product a register
-    (stage 2), so the block's routing in and out is not in series with its delay; the
-    product's bits from 2^cap up are registered as they are and tested for nonzero where
-    the sum gathers the flags, so nothing but that register follows the block."""
+    blocks: `copies` numbers the registers, as their `init`, so synthesis does not merge
+    those that load the same slice) and gives its product a register (stage 2), so the
+    block's routing in and out is not in series with its delay; the product's bits from
+    2^cap up are registered as they are and tested for nonzero where the sum gathers the
+    flags, so nothing but that register follows the block."""
     terms = []
     for i in range(0, len(a), MUL_BITS):
         for j in range(0, len(b), MUL_BITS):
             x, y, shift = a[i:i + MUL_BITS], b[j:j + MUL_BITS], weight + i + j
-            x = _load(m, accept, x, f"{name}_{i}_{j}_a")
-            y = _load(m, accept, y, f"{name}_{i}_{j}_b")
+            x, y = (_load(m, accept, v, f"{name}_{i}_{j}_{k}",
+                          init=next(copies) % (1 << len(v)))
+                    for v, k in ((x, "a"), (y, "b")))
             if shift >= cap:
                 over = _reg(m, (x != 0) & (y != 0), f"{name}_{i}_{j}_over")
                 terms.append(((None, over), 2))
@@ -424,6 +431,7 @@ class CopyChecker(wiring.Component):
         width of the result's src_end / dst_end (`over`: it is wider)."""
         layout = geometry_layout(self.kind)
         ends = {}
+        copies = itertools.count()
         for side in ("src", "dst"):
             row = geom["len_burst"] if side == "src" else geom["row_bytes"]
             # E (MTE2 destination rows with data_select) is ready at stage 2.
@@ -432,7 +440,7 @@ class CopyChecker(wiring.Component):
             terms = [(_capped(geom[side], cap), 1), (_capped(row, cap), row_stage)]
             for level, count_m1, stride, weight in self._level_offsets(incoming, side):
                 terms += _partial_products(m, accept, count_m1, stride, cap,
-                                           f"{side}_{level}", weight)
+                                           f"{side}_{level}", copies, weight)
             ends[side] = _carry_save_sum(m, terms, cap, f"{side}_end")
         return ends
 
