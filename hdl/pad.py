@@ -177,8 +177,8 @@ class PadInserter(wiring.Component):
         row_valid, row, ready = skid_stage(m, self.rows.valid, self.rows.payload, row_take,
                                            "row_in")
         m.d.comb += self.rows.ready.eq(ready)
-        # Byte positions counted from byte 0 of the row's first word. Each wide sum is
-        # one carry chain: the `- 1`s go into the narrow offsets first.
+        # Byte positions counted from byte 0 of the row's first word. No sum waits on
+        # more than one other: the `- 1`s are taken off the length and the head first.
         start_bits = max(LEFT_BITS, shift) + 1
         first_bits = start_bits - shift + 1     # start[shift:] - 1, signed
         spots = Signal(data.StructLayout({
@@ -193,17 +193,17 @@ class PadInserter(wiring.Component):
         }))
         head = row.ub_addr[:shift]
         start = Signal(start_bits)              # first data byte
-        start_m1 = Signal(signed(start_bits + 1))
+        length_m1 = Signal(LEN_BITS)            # length >= 1
         head_m1 = Signal(signed(shift + 1))
         m.d.comb += [
             start.eq(head + Mux(row.select, row.left, 0)),
-            start_m1.eq(start - 1),
+            length_m1.eq(row.length - 1),
             head_m1.eq(head - 1),
             spots.addr.eq(row.ub_addr[shift:]),
             spots.head.eq(head),
             spots.first_m1.eq(start[shift:] - 1),
             spots.first_zero.eq(start[shift:] == 0),
-            spots.data_end.eq(row.length + start_m1),
+            spots.data_end.eq(length_m1 + start),
             spots.row_end.eq(Mux(row.select, row.extent, row.length) + head_m1),
             spots.pad8.eq(row.pad8),
             spots.last.eq(row.last),
