@@ -1,6 +1,6 @@
 """Hands each row of a copy to every stage of a datapath that needs it."""
 
-from amaranth.hdl import Cat, Module, Shape, Signal
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -54,7 +54,11 @@ class RowFork(wiring.Component):
                 queue.r_en.eq(out.ready),
             ]
             read = out.valid & out.ready
-            rooms.append(queue.level + take - read <= depth - 2)
+            # level + take - read <= depth - 2, as compares of the level with constants
+            # picked by the handshakes (no sum of the level in front of `ready`).
+            level = queue.level
+            rooms.append(Mux(take & ~read, level <= depth - 3,
+                             Mux(read & ~take, level <= depth - 1, level <= depth - 2)))
 
         m.d.sync += ready.eq(Cat(*rooms).all())
         m.d.comb += [
