@@ -1,9 +1,9 @@
 """The CSR front end: an AXI4-Lite slave through which a CPU drives the engine.
 
 The registers are those of `hdl.regmap`. One write and one read are handled at a time;
-a read takes four cycles (address, the UB request, the UB word's lane into a register,
-then data) so that UB_DATA can read the UB's synchronous port like any other register and
-the block RAMs' output ends in a register before the read mux. A write to CMD waits
+a read takes 3 + TEST_READ_LATENCY cycles (address, the UB request, the UB's read, the
+UB word's lane into a register, then data) so that UB_DATA can read the UB's synchronous
+port like any other register and the lane select ends in a register before the read mux. A write to CMD waits
 (AWREADY/WREADY low) while the command FIFO is full, so no command word is ever lost.
 
 What reaches the engine is registered: the UB window's requests (`ub` is driven from
@@ -22,7 +22,7 @@ from model.isa import ErrorCode
 from . import regmap
 from .axi import RESP_WIDTH, PROT_WIDTH, Resp
 from .pipe import StatusSignature
-from .ub import UbTestSignature
+from .ub import TEST_READ_LATENCY, UbTestSignature
 
 DATA_BITS = 32
 
@@ -174,7 +174,9 @@ class CsrFrontEnd(wiring.Component):
         rvalid = Signal()
         rdata = Signal(DATA_BITS)
         requested = Signal()                     # address taken, the UB reads next cycle
-        pending = Signal()                       # the UB has read, its word is on ub.rdata
+        # `requested` delayed by the UB's read latency: the word is on ub.rdata.
+        in_ub = [Signal(name=f"ub_read{k}") for k in range(TEST_READ_LATENCY)]
+        pending = in_ub[-1]
         selected = Signal()                      # the word's lane is in ub_lane_data
         pending_offset = Signal(regmap.ADDR_BITS)
         pending_lane = Signal(range(max(self.width_bytes // 4, 2)))
@@ -186,11 +188,12 @@ class CsrFrontEnd(wiring.Component):
         # A read waits for a cycle without a write, so the two never share the UB window
         # (both requests are registered alike, so they stay a cycle apart).
         accepted = Signal()
-        m.d.comb += [accepted.eq(axil.arvalid & ~rvalid & ~requested & ~pending & ~selected
-                                 & ~write_accepted),
+        busy = Cat(rvalid, requested, *in_ub, selected).any()
+        m.d.comb += [accepted.eq(axil.arvalid & ~busy & ~write_accepted),
                      axil.arready.eq(accepted)]
         ub_data = regmap.BY_NAME["UB_DATA"].offset
-        m.d.sync += [requested.eq(accepted), pending.eq(requested), selected.eq(pending)]
+        m.d.sync += [requested.eq(accepted), selected.eq(pending)]
+        m.d.sync += [stage.eq(before) for before, stage in zip([requested, *in_ub], in_ub)]
         with m.If(accepted):
             offset = axil.araddr & ~3
             m.d.sync += [pending_offset.eq(offset),
@@ -199,9 +202,8 @@ class CsrFrontEnd(wiring.Component):
                 m.d.sync += [self.ub.addr.eq(self._ub_word(ub_addr)), self.ub.re.eq(1),
                              ub_addr.eq(ub_addr + 4)]
 
-        # Only the 32-bit lane is registered: the block RAMs' output and their depth select
-        # then end here, not in the read mux below. Meaningful only the cycle after
-        # `pending`, so it needs no enable.
+        # Only the 32-bit lane is registered, so the lane select ends here, not in the
+        # read mux below. Meaningful only the cycle after `pending`, so it needs no enable.
         m.d.sync += ub_lane_data.eq(self.ub.rdata.word_select(pending_lane, DATA_BITS))
 
         with m.If(selected):

@@ -86,8 +86,8 @@ class UbReadSignature(wiring.Signature):
     """A requester's read port into UB (Out from the requester).
 
     A request is accepted on a cycle with valid & ready; its word appears on `rdata`
-    with `rvalid` high two or more cycles later (a registered request stage, then the
-    synchronous read; see ub.UnifiedBuffer), words in request order. The response has no
+    with `rvalid` high three or more cycles later (a registered request stage, the
+    synchronous read, then the output register; see ub.UnifiedBuffer), words in request order. The response has no
     backpressure: the requester must have room for every word it asks for."""
     def __init__(self, width_bytes):
         super().__init__({

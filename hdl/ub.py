@@ -15,8 +15,8 @@ class UbTestSignature(wiring.Signature):
     """Direct access to UB for testbenches and the CSR front end (Out from the user).
 
     Write: on a cycle with `we`, the bytes of `wdata` whose `wstrb` bit is set are stored at
-    word `addr`. Read: on a cycle with `re`, word `addr` is read; `rdata` shows it on the
-    next cycle (only: the memory reads on every cycle)."""
+    word `addr`. Read: on a cycle with `re`, word `addr` is read; `rdata` shows it
+    TEST_READ_LATENCY cycles later (only: the memory reads on every cycle)."""
     def __init__(self, width_bytes):
         super().__init__({
             "addr": Out(ub_word_bits(width_bytes)),
@@ -29,6 +29,9 @@ class UbTestSignature(wiring.Signature):
 
 
 HALVES = 2
+# Cycles from a test port read to its word on `rdata`: the block RAM's read, then the
+# output register.
+TEST_READ_LATENCY = 2
 
 
 def _address_copies(like, name):
@@ -67,9 +70,9 @@ class UnifiedBuffer(wiring.Component):
 
     Request stage: an accepted request is registered and reaches the memory one cycle
     later, so the memory's address, data and enables, which fan out to every block RAM of
-    a large UB, come from registers rather than from the arbitration. A write accepted on
-    cycle t is stored at the end of t+1; a read accepted on t reads the memory on t+1 and
-    has `rdata`/`rvalid` on t+2. Both are later by a cycle for each cycle the test port
+    a large UB, come from registers rather than from the arbitration; the memory's output
+    is registered too. A write accepted on cycle t is stored at the end of t+1; a read
+    accepted on t reads the memory on t+1 and has `rdata`/`rvalid` on t+3. Both are later by a cycle for each cycle the test port
     takes that memory port (the request waits in the stage meanwhile, and no new request
     is accepted), so requests are served in the order they were accepted.
 
@@ -157,9 +160,14 @@ class UnifiedBuffer(wiring.Component):
             ]
             m.d.sync += [addr.eq(Mux(grant_second, second.addr, first.addr)) for addr in addrs]
         served = staged & ~test.re
-        word = Cat(port.data for port in ports)
+        # The blocks' output is registered once, each bit by its block, and every reader
+        # takes the word from that register: a block's clock-to-out is most of a cycle and
+        # the blocks are spread over the device, so the routing to the readers needs a
+        # cycle of its own.
+        word = Signal(8 * self.width_bytes, name="read_word")
+        m.d.sync += word.eq(Cat(port.data for port in ports))
         # The ports read on every cycle (their enable is 1): an enable would put the
-        # request logic in front of every block RAM's output select.
+        # request logic in front of every block RAM.
         m.d.comb += [port.addr.eq(Mux(test.re, test.addr, addr))
                      for port, addr in zip(ports, addrs)]
         m.d.comb += [
@@ -167,5 +175,8 @@ class UnifiedBuffer(wiring.Component):
             second.rdata.eq(word),
             test.rdata.eq(word),
         ]
-        m.d.sync += [first.rvalid.eq(served & ~for_second),
-                     second.rvalid.eq(served & for_second)]
+        landing = [Signal(name=f"read_landing{k}") for k in range(2)]
+        m.d.sync += [landing[0].eq(served & ~for_second),
+                     landing[1].eq(served & for_second),
+                     first.rvalid.eq(landing[0]),
+                     second.rvalid.eq(landing[1])]

@@ -37,11 +37,14 @@ class UbReader(wiring.Component):
     words come from a counter, one per cycle, and the next row's first word follows its
     predecessor's last without a gap.
 
-    UB read data arrives two or more cycles after a request and cannot be held back, so
+    UB read data arrives three or more cycles after a request and cannot be held back, so
     every word asked for needs a free place in the output queue when it lands. A request is
     made only while queued words plus words asked for and not yet landed leave room for one
-    more; with `depth` >= 5 that still sustains one word per cycle (two words in flight,
-    two in the queue on their way to `words`).
+    more. A word that lands while nothing is queued goes straight on to `words` if it is
+    taken there (the UB's output register is then the word's only register between the
+    memory and the consumer), and into the queue otherwise; so a stream of words flows
+    through at one per cycle with three in flight and none queued, and with `depth` >= 5 it
+    keeps that rate while the queue drains after a stall.
     """
 
     def __init__(self, width_bytes, depth=5):
@@ -76,9 +79,9 @@ class UbReader(wiring.Component):
             self.ub.valid.eq((active | self.rows.valid) & has_room),
             self.rows.ready.eq(~active & issued),
             queue.w_data.eq(self.ub.rdata),
-            queue.w_en.eq(self.ub.rvalid),
-            self.words.payload.eq(queue.r_data),
-            self.words.valid.eq(queue.r_rdy),
+            queue.w_en.eq(self.ub.rvalid & (queue.r_rdy | ~self.words.ready)),
+            self.words.payload.eq(Mux(queue.r_rdy, queue.r_data, self.ub.rdata)),
+            self.words.valid.eq(queue.r_rdy | self.ub.rvalid),
             queue.r_en.eq(self.words.ready),
         ]
 

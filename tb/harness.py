@@ -30,6 +30,7 @@ from cocotbext.axi.address_space import AddressSpace, MemoryRegion, Region
 from cocotbext.axi.axi_slave import AxiSlaveRead, AxiSlaveWrite
 from cocotbext.axi.constants import AxiBurstType, AxiResp
 
+from hdl.ub import TEST_READ_LATENCY
 from model.isa import GM_ADDR_BITS, PROFILES, Pipe
 
 CLOCK_NS = 10
@@ -361,16 +362,17 @@ class Harness:
         self.shadow = want.copy()
 
     async def read_ub(self):
-        """The whole UB, one word per cycle (each word arrives the cycle after its request)."""
+        """The whole UB, one word per cycle (each word arrives TEST_READ_LATENCY cycles
+        after its request)."""
         dut, out = self.dut, bytearray()
         dut.ub_test__re.value = 1
-        for word in range(self.ub_words + 1):
+        for word in range(self.ub_words + TEST_READ_LATENCY):
             if word < self.ub_words:
                 dut.ub_test__addr.value = word
             else:
                 dut.ub_test__re.value = 0
             await RisingEdge(dut.clk)
-            if word:
+            if word >= TEST_READ_LATENCY:
                 out += dut.ub_test__rdata.value.to_unsigned().to_bytes(self.width, "little")
         self.shadow = np.frombuffer(bytes(out), dtype=np.uint8).reshape(
             self.ub_words, self.width).copy()

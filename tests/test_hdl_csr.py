@@ -7,6 +7,7 @@ from amaranth.back import verilog
 
 from hdl import regmap
 from hdl.csr import CsrFrontEnd, status_port
+from hdl.ub import TEST_READ_LATENCY
 from model.isa import ErrorCode, Pipe
 
 from hdl_helpers import idle, run_sim
@@ -44,18 +45,20 @@ async def axil_read(ctx, axil, offset):
 
 def ub_model(dut, memory, width):
     """The UB's test port: synchronous read, byte-strobed write. As in the UB, a read's
-    word is on `rdata` for one cycle only; junk follows."""
+    word is on `rdata` TEST_READ_LATENCY cycles later, for one cycle only; junk follows."""
     junk = int.from_bytes(b"\x5a" * width, "little")
 
     async def process(ctx):
+        landing = [junk] * (TEST_READ_LATENCY - 1)
         async for *_, we, re, addr, wdata, wstrb in ctx.tick().sample(
                 dut.ub.we, dut.ub.re, dut.ub.addr, dut.ub.wdata, dut.ub.wstrb):
+            word = sum(memory[addr * width + i] << (8 * i) for i in range(width))
             if we:
                 for i in range(width):
                     if wstrb >> i & 1:
                         memory[addr * width + i] = wdata >> (8 * i) & 0xFF
-            word = sum(memory[addr * width + i] << (8 * i) for i in range(width))
-            ctx.set(dut.ub.rdata, word if re else junk)
+            landing.append(word if re else junk)
+            ctx.set(dut.ub.rdata, landing.pop(0))
     return process
 
 

