@@ -118,26 +118,14 @@ def _pick(choices, index):
     return choices[0]
 
 
-def register_stage(m, valid_in, value, take, name):
-    """One registered stage of a stream: it loads `value` and `valid_in` on every cycle it
-    is empty or its word is taken (`take`). Returns (valid, register, ready), `ready` being
-    whether it loads this cycle, i.e. whether it takes the word offered to it. Per-row
-    arithmetic computed into such stages, ahead of the row's use, stays off the paths
-    that decide a row's start."""
-    valid = Signal(name=f"{name}_valid")
-    reg = Signal(value.shape(), name=name)
-    ready = Signal(name=f"{name}_ready")
-    m.d.comb += ready.eq(~valid | take)
-    with m.If(ready):
-        m.d.sync += [valid.eq(valid_in), reg.eq(value)]
-    return valid, reg, ready
-
-
 def skid_stage(m, valid_in, value, take, name):
-    """A registered stage of a stream, like `register_stage`, whose `ready` is a register:
-    a word offered while the stage is full and not taken waits in a second (skid)
-    register, and `ready` is low while that one is full. So the upstream's handshake does
-    not wait on the downstream's decision, and words still pass at one per cycle."""
+    """One registered stage of a stream: it loads `value` and `valid_in` on every cycle it
+    is empty or its word is taken (`take`). Returns (valid, register, ready). `ready` is
+    a register: a word offered while the stage is full and not taken waits in a second
+    (skid) register, and `ready` is low while that one is full. So the upstream's
+    handshake does not wait on the downstream's decision, and words still pass at one per
+    cycle. Per-row arithmetic computed into such stages, ahead of the row's use, stays off
+    the paths that decide a row's start."""
     valid = Signal(name=f"{name}_valid")
     reg = Signal(value.shape(), name=name)
     skid_valid = Signal(name=f"{name}_skid_valid")
@@ -209,9 +197,10 @@ class Aligner(wiring.Component):
     i.e. after edge t + 6 (t + 7) at W = 16, 32 and 64. The set-up registers fill while
     earlier rows run, so rows still follow each other with no gap.
 
-    `src.ready` and `rows.ready` depend only on registers (the first set-up register is a
-    `skid_stage`); `dst.ready` only steps the output queue (see buffered_output). No valid
-    depends on a ready.
+    `src.ready` and `rows.ready` depend only on registers (both set-up registers are
+    `skid_stage`s, so taking a row's last source word does not reach back through them);
+    `dst.ready` only steps the output queue (see buffered_output). No valid depends on a
+    ready.
     """
 
     def __init__(self, width_bytes=32):
@@ -455,7 +444,6 @@ class Aligner(wiring.Component):
             setup.src_left.eq(src_words_m1),
             setup.src_last.eq(src_words_m1 == 0),
         ]
-        setup_valid, setup, ends_ready = register_stage(m, ends_valid, setup, take,
-                                                        "row_setup")
+        setup_valid, setup, ends_ready = skid_stage(m, ends_valid, setup, take, "row_setup")
         m.d.comb += ends_take.eq(ends_ready)
         return setup_valid, setup

@@ -247,8 +247,8 @@ class CopyChecker(wiring.Component):
     register, and the next request is accepted on that cycle. The result is valid
     `LATENCY[kind]` cycles after the request was accepted (5 for MTE2/MTE3, 4 for
     UB->UB) and stays until taken; a copy whose result register is still full waits at its
-    last stage. `request.ready` and the load are register compares that do not look at
-    `result.ready`, so one copy per `latency` - 1 cycles while results are taken on
+    last stage. `request.ready` is a register and the load a register compare, neither
+    waiting on `result.ready` in its cycle, so one copy per `latency` - 1 cycles while results are taken on
     arrival: faster than any copy's command words reach a pipe. The result register also
     means the consumer reads every field from a flip-flop, not through the geometry's
     shifts and muxes.
@@ -325,23 +325,35 @@ class CopyChecker(wiring.Component):
         """A copy is evaluated from its accept until stage `latency` - 1, where it waits
         until the result register is free and is loaded into it (`result` is valid
         `latency` cycles after the accept at the earliest, until it is taken). The next
-        request is accepted on the cycle the previous one is loaded. Neither `load` nor
-        `request.ready` looks at `result.ready`. Returns `load`."""
+        request is accepted on the cycle the previous one is loaded. `request.ready` is a
+        register and `load` a compare of registers: neither waits on `result.ready` in
+        its cycle. Returns `load`."""
         age = Signal(range(latency))
         last = age == latency - 1
         load = Signal()
-        m.d.comb += [load.eq(last & ~self.result.valid),
-                     self.request.ready.eq((age == 0) | load)]
+        m.d.comb += load.eq(last & ~self.result.valid)
+        age_next = Signal.like(age)
+        valid_next = Signal()
+        m.d.comb += [age_next.eq(age), valid_next.eq(self.result.valid)]
         with m.If(accept):
-            m.d.sync += age.eq(1)
+            m.d.comb += age_next.eq(1)
         with m.Elif(load):
-            m.d.sync += age.eq(0)
+            m.d.comb += age_next.eq(0)
         with m.Elif((age != 0) & ~last):
-            m.d.sync += age.eq(age + 1)
+            m.d.comb += age_next.eq(age + 1)
         with m.If(load):
-            m.d.sync += self.result.valid.eq(1)
+            m.d.comb += valid_next.eq(1)
         with m.Elif(self.result.ready):
-            m.d.sync += self.result.valid.eq(0)
+            m.d.comb += valid_next.eq(0)
+        # `request.ready` is (age == 0) | load, worked out a cycle ahead into a register:
+        # it gates every request register's enable, and the pipe's command handshake.
+        ready = Signal(init=1)
+        m.d.sync += [
+            age.eq(age_next),
+            self.result.valid.eq(valid_next),
+            ready.eq((age_next == 0) | ((age_next == latency - 1) & ~valid_next)),
+        ]
+        m.d.comb += self.request.ready.eq(ready)
         return load
 
     def _element_size(self, m, dtype):

@@ -39,8 +39,7 @@ class UbReader(wiring.Component):
 
     UB read data arrives three or more cycles after a request and cannot be held back, so
     every word asked for needs a free place in the output queue when it lands. A request is
-    made only while queued words plus words asked for and not yet landed leave room for one
-    more. A word that lands while nothing is queued goes straight on to `words` if it is
+    made only while fewer than `depth` words asked for are not yet taken on `words`. A word that lands while nothing is queued goes straight on to `words` if it is
     taken there (the UB's output register is then the word's only register between the
     memory and the consumer), and into the queue otherwise; so a stream of words flows
     through at one per cycle with three in flight and none queued, and with `depth` >= 5 it
@@ -71,9 +70,12 @@ class UbReader(wiring.Component):
         at_last = Mux(active, addr == last_addr, new.first == new.last)
 
         issued = self.ub.valid & self.ub.ready
-        in_flight = Signal(range(self._depth + 1))      # asked for, not yet landed
-        m.d.sync += in_flight.eq(in_flight + issued - self.ub.rvalid)
-        has_room = queue.level + in_flight < self._depth
+        # Words asked for and not yet taken on `words` (in flight, queued or passing) may
+        # not exceed `depth`: `room` counts what is left, a register, so a request waits
+        # on no sum.
+        room = Signal(range(self._depth + 1), init=self._depth)
+        m.d.sync += room.eq(room - issued + (self.words.valid & self.words.ready))
+        has_room = room != 0
         m.d.comb += [
             self.ub.addr.eq(now),
             self.ub.valid.eq((active | self.rows.valid) & has_room),
