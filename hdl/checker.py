@@ -248,10 +248,10 @@ class CopyChecker(wiring.Component):
     `LATENCY[kind]` cycles after the request was accepted (5 for MTE2/MTE3, 4 for
     UB->UB) and stays until taken; a copy whose result register is still full waits at its
     last stage. `request.ready` is a register and the load a register compare, neither
-    waiting on `result.ready` in its cycle, so one copy per `latency` - 1 cycles while results are taken on
-    arrival: faster than any copy's command words reach a pipe. The result register also
-    means the consumer reads every field from a flip-flop, not through the geometry's
-    shifts and muxes.
+    waiting on `result.ready` in its cycle, so one copy per `latency` - 1 cycles while
+    results are taken on arrival: faster than any copy's command words reach a pipe. The
+    result register also means the consumer reads every field from a flip-flop, not through
+    the geometry's shifts and muxes.
 
     Stages (registers valid n cycles after the request was accepted), each side's end
     summed by `_carry_save_sum` (exact, then kept to the width of the end and an overflow

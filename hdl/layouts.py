@@ -85,10 +85,11 @@ class UbWriteSignature(wiring.Signature):
 class UbReadSignature(wiring.Signature):
     """A requester's read port into UB (Out from the requester).
 
-    A request is accepted on a cycle with valid & ready; its word appears on `rdata`
-    with `rvalid` high three or more cycles later (a registered request stage, the
-    synchronous read, then the output register; see ub.UnifiedBuffer), words in request order. The response has no
-    backpressure: the requester must have room for every word it asks for."""
+    A request is accepted on a cycle with valid & ready; its word appears on `rdata` with
+    `rvalid` high three or more cycles later (a registered request stage, the synchronous
+    read, then the output register; see ub.UnifiedBuffer), words in request order. The
+    response has no backpressure: the requester must have room for every word it asks
+    for."""
     def __init__(self, width_bytes):
         super().__init__({
             "addr": Out(ub_word_bits(width_bytes)),

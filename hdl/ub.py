@@ -68,13 +68,14 @@ class UnifiedBuffer(wiring.Component):
     each a `UbReadSignature`; `rdata` is common to both requesters, `rvalid` goes to the
     one that asked.
 
-    Request stage: an accepted request is registered and reaches the memory one cycle
-    later, so the memory's address, data and enables, which fan out to every block RAM of
-    a large UB, come from registers rather than from the arbitration; the memory's output
-    is registered too. A write accepted on cycle t is stored at the end of t+1; a read
-    accepted on t reads the memory on t+1 and has `rdata`/`rvalid` on t+3. Both are later by a cycle for each cycle the test port
-    takes that memory port (the request waits in the stage meanwhile, and no new request
-    is accepted), so requests are served in the order they were accepted.
+    Request stage: an accepted request is registered and reaches the memory one cycle later,
+    so the memory's address, data and enables, which fan out to every block RAM of a large
+    UB, come from registers rather than from the arbitration; the memory's output is
+    registered too. A write accepted on cycle t is stored at the end of t+1; a read accepted
+    on t reads the memory on t+1 and has `rdata`/`rvalid` on t+3. Both are later by a cycle
+    for each cycle the test port takes that memory port (the request waits in the stage
+    meanwhile, and no new request is accepted), so requests are served in the order they
+    were accepted.
 
     Arbitration, separately for the write port and the read port, every cycle: the `test`
     port bypasses the stage and wins whenever it uses that port (`we` / `re`); otherwise

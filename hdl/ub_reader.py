@@ -39,11 +39,12 @@ class UbReader(wiring.Component):
 
     UB read data arrives three or more cycles after a request and cannot be held back, so
     every word asked for needs a free place in the output queue when it lands. A request is
-    made only while fewer than `depth` words asked for are not yet taken on `words`. A word that lands while nothing is queued goes straight on to `words` if it is
-    taken there (the UB's output register is then the word's only register between the
-    memory and the consumer), and into the queue otherwise; so a stream of words flows
-    through at one per cycle with three in flight and none queued, and with `depth` >= 5 it
-    keeps that rate while the queue drains after a stall.
+    made only while fewer than `depth` words asked for are not yet taken on `words`. A word
+    that lands while nothing is queued goes straight on to `words` if it is taken there (the
+    UB's output register is then the word's only register between the memory and the
+    consumer), and into the queue otherwise; so a stream of words flows through at one per
+    cycle with three in flight and none queued, and with `depth` >= 5 it keeps that rate
+    while the queue drains after a stall.
     """
 
     def __init__(self, width_bytes, depth=5):

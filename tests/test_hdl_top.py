@@ -206,7 +206,8 @@ async def load_ub(ctx, port, data):
 
 
 async def read_ub(ctx, port):
-    """All of UB, one word per cycle: a word shows TEST_READ_LATENCY edges after its read."""
+    """All of UB, one word per cycle: a word shows TEST_READ_LATENCY edges after its
+    read."""
     out = bytearray()
     ctx.set(port.re, 1)
     for i in range(UB_WORDS + TEST_READ_LATENCY - 1):
