@@ -221,15 +221,14 @@ class Aligner(wiring.Component):
         index_bits = _word_index_bits(width)
         tag_layout = _tag_layout(width)
         entry_layout = data.StructLayout({"data": 8 * width, "tag": tag_layout})
-        # What the merge needs of a row beside the tag: its lane masks, decoded as a word
-        # enters the queue.
+        # What the merge needs of the head row beside its tag: its lane masks, decoded
+        # as the row becomes the head (queue entries carry only the tag).
         row_layout = data.StructLayout({
             "tag": tag_layout,
             "lo": width,                # lanes [0, r)
             "head": width,              # lanes [dst_off, W)
             "tail": width,              # lanes [0, end_off]
         })
-        slot_layout = data.StructLayout({"data": 8 * width, "row": row_layout})
 
         # --- Row set-up: every per-row constant, registered, so the word path only
         # compares counters. The next row is taken on the edge that takes this row's last
@@ -254,7 +253,7 @@ class Aligner(wiring.Component):
         # selected by registers. A free entry loads the rotator's word on every cycle,
         # so it holds the word on the cycle it is pushed, and the wide enables are the
         # entries' own registered `live` bits.
-        ring = [Signal(slot_layout, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
+        ring = [Signal(entry_layout, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
         live = Signal(QUEUE_DEPTH)
         rd = Signal(range(QUEUE_DEPTH))
         wr = Signal(range(QUEUE_DEPTH))
@@ -301,16 +300,8 @@ class Aligner(wiring.Component):
                 ]
 
         push = Signal()
-        incoming = Signal(slot_layout)
-        ones = Const((1 << width) - 1, width)
-        m.d.comb += [
-            push.eq(st_valid[-1] & advance),
-            incoming.data.eq(st[-1].data),
-            incoming.row.tag.eq(st[-1].tag),
-            incoming.row.lo.eq(~(ones << st[-1].tag.r)),
-            incoming.row.head.eq(ones << st[-1].tag.dst_off),
-            incoming.row.tail.eq(ones >> ~st[-1].tag.end_off),
-        ]
+        incoming = st[-1]
+        m.d.comb += push.eq(st_valid[-1] & advance)
         for i in range(QUEUE_DEPTH):
             with m.If(~live[i]):
                 m.d.sync += ring[i].eq(incoming)
@@ -377,11 +368,19 @@ class Aligner(wiring.Component):
         # the entry after it (the last word retires one or two entries) or, if there is
         # none, of the next word to arrive. Where it comes from depends only on
         # registers; `emit` only enables the load.
-        after = [_pick([ring[(i + n) % QUEUE_DEPTH].row for i in range(QUEUE_DEPTH)], rd)
+        after = [_pick([ring[(i + n) % QUEUE_DEPTH].tag for i in range(QUEUE_DEPTH)], rd)
                  for n in (1, 2)]
-        with m.If(((count == 0) & push) | (emit & last)):
-            m.d.sync += head.eq(Mux((count == 0) | (count == pops_if), incoming.row,
+        next_tag = Signal(tag_layout)
+        ones = Const((1 << width) - 1, width)
+        m.d.comb += next_tag.eq(Mux((count == 0) | (count == pops_if), incoming.tag,
                                     Mux(pops_if[1], after[1], after[0])))
+        with m.If(((count == 0) & push) | (emit & last)):
+            m.d.sync += [
+                head.tag.eq(next_tag),
+                head.lo.eq(~(ones << next_tag.r)),
+                head.head.eq(ones << next_tag.dst_off),
+                head.tail.eq(ones >> ~next_tag.end_off),
+            ]
 
         word = Signal(self.dst_layout)
         # Lane p comes from the oldest entry (lo) or the next (hi): one ring index per
@@ -435,7 +434,11 @@ class Aligner(wiring.Component):
             tag.r.eq(ends.r),
             tag.neg.eq(ends.neg),
             tag.lout.eq(ends.dst_end[shift:]),
-            tag.tail.eq(tag.lout + tag.neg <= src_words_m1),
+            # lout + neg <= src_words_m1, from the low bits alone: the ends differ by
+            # src_off - dst_off, so their word indices differ by the carry of
+            # end_off + (src_off - dst_off), and the sum reaches neg exactly when
+            # end_off >= r.
+            tag.tail.eq(tag.end_off >= tag.r),
             tag.dst_off.eq(ends.dst_off),
             tag.end_off.eq(ends.dst_end[:shift]),
             tag.single.eq(tag.lout == 0),

@@ -15,6 +15,7 @@ from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PIPE_R
 
 from .commands import op_layout
 from .layouts import CACHE_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS
+from .multiplier import OPERAND_BITS, RegisteredMultiplier
 from .regfile import registers_layout
 
 COPY_KINDS = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM, Opcode.COPY_UBUF_TO_UBUF)
@@ -28,7 +29,7 @@ LOOP_COUNTS = ("n_burst", "loop1_count", "loop2_count")     # inner to outer
 LOG2_ES_BITS = 2
 ES_BITS = max(d.size for d in DTYPES).bit_length()
 LINE_SHIFT = exact_log2(UB_LINE)
-MUL_BITS = 18           # one ECP5 MULT18X18D per partial product
+MUL_BITS = OPERAND_BITS     # one ECP5 MULT18X18D per partial product
 # The end sums' carry-save levels (one LUT level each): at most CSA_LEVELS in a stage of
 # their own, and a stage that ends in the carry-propagate add (a carry chain) takes
 # FINAL_FANIN vectors (4 -> 3 -> 2, two levels ahead of the chain).
@@ -149,31 +150,31 @@ def _partial_products(m, accept, a, b, cap, name, copies, weight=0):
     products of at most MUL_BITS x MUL_BITS bits each, in the form `_carry_save_sum` sums:
     ((value shifted to its weight, flag), stage). Bits of weight 2^cap and up only set the
     flag, so a product wholly above them needs no multiplier, only a nonzero test of its
-    factors (stage 2), and has no value (None). A multiplier loads its operands into
-    registers of its own with the request (stage 1; no shared net drives all the DSP
-    blocks: `copies` numbers the registers, as their `init`, so synthesis does not merge
-    those that load the same slice) and gives its product a register (stage 2), so the
-    block's routing in and out is not in series with its delay; the product's bits from
-    2^cap up are registered as they are and tested for nonzero where the sum gathers the
-    flags, so nothing but that register follows the block."""
+    factors (stage 2), and has no value (None). A multiplier (RegisteredMultiplier, one
+    ECP5 MULT18X18D) loads its operands with the request (stage 1; no shared register
+    drives all the DSP blocks: `copies` numbers the generic form's registers, so
+    synthesis does not merge those that load the same slice) and registers its product
+    (stage 2), so the block's routing in and out is not in series with its delay; the
+    product's bits from 2^cap up are tested for nonzero where the sum gathers the flags,
+    so nothing but that register follows the block."""
     terms = []
     for i in range(0, len(a), MUL_BITS):
         for j in range(0, len(b), MUL_BITS):
             x, y, shift = a[i:i + MUL_BITS], b[j:j + MUL_BITS], weight + i + j
-            x, y = (_load(m, accept, v, f"{name}_{i}_{j}_{k}",
-                          init=next(copies) % (1 << len(v)))
-                    for v, k in ((x, "a"), (y, "b")))
             if shift >= cap:
+                x, y = (_load(m, accept, v, f"{name}_{i}_{j}_{k}",
+                              init=next(copies) % (1 << len(v)))
+                        for v, k in ((x, "a"), (y, "b")))
                 over = _reg(m, (x != 0) & (y != 0), f"{name}_{i}_{j}_over")
                 terms.append(((None, over), 2))
                 continue
-            product = x * y
+            mul = m.submodules[f"{name}_{i}_{j}"] = RegisteredMultiplier(
+                len(x), len(y), init=next(copies))
+            m.d.comb += [mul.a.eq(x), mul.b.eq(y), mul.load.eq(accept)]
             keep = cap - shift
-            value = _reg(m, product[:keep], f"{name}_{i}_{j}") << shift
-            high = product[keep:]
-            over = (_reg(m, high, f"{name}_{i}_{j}_high").any() if len(high)
-                    else Const(0, 1))
-            terms.append(((value, over), 2))
+            value = mul.p[:keep] << shift
+            high = mul.p[keep:]
+            terms.append(((value, high.any() if len(high) else Const(0, 1)), 2))
     return terms
 
 

@@ -31,6 +31,7 @@ from model.isa import DEFAULT_PROFILE, PROFILES, Pipe
 from .fpga_top import MteDmaFpga
 from .mte2 import Mte2Datapath
 from .mte3 import Mte3Datapath
+from .multiplier import Ecp5Target
 from .pipe import PipeController
 from .top import AXI_ID_BITS
 from .ub import UnifiedBuffer
@@ -144,9 +145,10 @@ def _run(argv, directory, log):
         raise RuntimeError(f"{Path(argv[0]).name} failed ({result.returncode}):\n{tail}")
 
 
-def write_verilog(component, top, path):
+def write_verilog(component, top, path, platform=None):
+    """`platform` Ecp5Target: blocks take their ECP5 primitive form (what is built)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(verilog.convert(component, name=top, emit_src=False))
+    path.write_text(verilog.convert(component, name=top, platform=platform, emit_src=False))
 
 
 def synthesize(directory, top):
@@ -268,7 +270,7 @@ def table(results, profile, width_bytes, freq):
 def build(name, top, make, out, freq, seed):
     directory = out / name
     report = out / "report.json" if name == "total" else directory / "report.json"
-    write_verilog(make(), top, directory / f"{top}.v")
+    write_verilog(make(), top, directory / f"{top}.v", Ecp5Target())
     synthesize(directory, top)
     place_and_route(directory, top, report, freq, seed)
     return read_result(name, directory, report)
