@@ -141,35 +141,41 @@ def skid_stage(m, valid_in, value, take, name):
 
 def buffered_output(m, out, word, put):
     """Drives stream `out` from a two-entry queue. `word` is taken on a cycle with `put`
-    high, which may only be when the returned `room` is high; `room` depends on
-    registers alone, and so do `out.valid` and `out.payload` (an entry picked by a
+    high, which may only be when the returned `room` is high; `room` is a register, and
+    `out.valid` and `out.payload` depend on registers alone (an entry picked by a
     register).
 
     Two entries let `put` go on every cycle while `out` is taken every cycle; a put word
     is on `out` after the edge that takes it when the queue was empty. The entry to be
     written next loads `word` on every cycle it is empty, so `put` only sets a valid bit
     and `word` reaches the entries with no mux in front: neither `put` nor `out.ready`
-    fans out to the data."""
+    fans out to the data. `room` (the entry to be written next is empty) is worked out a
+    cycle ahead, so the producer's decision to put starts at a flip-flop."""
     entries = [Signal(out.payload.shape(), name=f"out{i}") for i in range(2)]
     full = Signal(2)
     wr = Signal()
     rd = Signal()
+    take = out.valid & out.ready
+    full_next = Signal(2)
+    wr_next = Signal()
+    room = Signal(init=1)
     for i, entry in enumerate(entries):
         with m.If(~full[i] & (wr == i)):
             m.d.sync += entry.eq(word)
-        with m.If(put & (wr == i)):
-            m.d.sync += full[i].eq(1)
-        with m.If(out.valid & out.ready & (rd == i)):
-            m.d.sync += full[i].eq(0)
-    with m.If(put):
-        m.d.sync += wr.eq(~wr)
-    with m.If(out.valid & out.ready):
+        m.d.comb += full_next[i].eq((full[i] & ~(take & (rd == i))) | (put & (wr == i)))
+    m.d.comb += wr_next.eq(wr ^ put)
+    m.d.sync += [
+        full.eq(full_next),
+        wr.eq(wr_next),
+        room.eq(~Mux(wr_next, full_next[1], full_next[0])),
+    ]
+    with m.If(take):
         m.d.sync += rd.eq(~rd)
     m.d.comb += [
         out.valid.eq(Mux(rd, full[1], full[0])),
         out.payload.eq(Mux(rd, entries[1], entries[0])),
     ]
-    return Mux(wr, ~full[1], ~full[0])
+    return room
 
 
 class Aligner(wiring.Component):
