@@ -8,10 +8,14 @@ from model.isa import GM_ADDR_BITS, Opcode
 
 from .checker import COPY_KINDS, LOOP_COUNTS, checked_copy_layout
 from .layouts import COPY_SEQ_BITS, AbortSignature, RowJob
+from .legalizer import first_split
 
 # A 40-bit address add is done in two halves on consecutive stages (walk, then output), so
 # no stage has a carry chain longer than this.
 ADDR_SPLIT = GM_ADDR_BITS // 2
+
+# Copies with a GM side: their rows carry where the GM row's first burst ends.
+GM_KINDS = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM)
 
 # Which side of the copy (src / dst) each RowJob address field carries.
 ROW_ADDRESSES = {
@@ -79,7 +83,9 @@ class AddressGenerator(wiring.Component):
     len_burst, left = L*es and extent = E with data_select (else 0 and len_burst);
     MTE3 ub_addr = source row, gm_addr = destination row, extent = length; UB->UB
     ub_addr = source row, gm_addr = destination row (a UB address), length = len*32.
-    pad8 repeats the low es bytes of pad_val.
+    pad8 repeats the low es bytes of pad_val. MTE2 and MTE3 rows carry `split`, where the
+    first burst of the GM row ends (legalizer.first_split at W = `width_bytes` bytes),
+    worked out in the output register from the walk stage's low address bits.
 
     An empty copy (a count or len_burst of 0) emits no row; `done_empty` pulses the cycle
     after it was taken. `busy`: a taken copy still has rows to emit.
@@ -98,9 +104,10 @@ class AddressGenerator(wiring.Component):
     from one copy to the next; an empty copy costs one cycle.
     """
 
-    def __init__(self, kind):
+    def __init__(self, kind, width_bytes=32):
         assert kind in COPY_KINDS
         self.kind = kind
+        self.width_bytes = width_bytes
         super().__init__({
             "copy": In(stream.Signature(checked_copy_layout(kind))),
             "rows": Out(stream.Signature(RowJob)),
@@ -150,6 +157,16 @@ class AddressGenerator(wiring.Component):
         for field, side in ROW_ADDRESSES[self.kind].items():
             low, carry = self._walk_low(m, job, incoming.geom, side, take, walk, next_step,
                                         first_next)
+            if field == "gm_addr" and self.kind in GM_KINDS:
+                # The row's first burst split, from the walked row's low address bits
+                # and the copy's length (the copy's own for its first row): registers.
+                split = rows.payload.split
+                for load, addr, length in ((walk, low, job.geom.len_burst),
+                                           (take, incoming.geom[side][:len(low)],
+                                            incoming.geom.len_burst)):
+                    with m.If(load):
+                        m.d.sync += [split[name].eq(value) for name, value
+                                     in first_split(addr, length, self.width_bytes).items()]
             high = self._output_high(m, job, incoming.geom[side], side, take, walk, step,
                                      carry)
             with m.If(walk):

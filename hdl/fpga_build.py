@@ -64,7 +64,7 @@ class PipeUnit(wiring.Component):
     that pass between them."""
 
     def __init__(self, pipe, profile=DEFAULT_PROFILE, width_bytes=32, max_outstanding=8):
-        self.controller = PipeController(pipe, profile)
+        self.controller = PipeController(pipe, profile, width_bytes)
         self.datapath = _datapath(pipe, width_bytes, max_outstanding)
         super().__init__({
             name: member

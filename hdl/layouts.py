@@ -15,10 +15,23 @@ EXTENT_BITS = LEN_BITS + 1           # E = align_up(max(dst_stride, footprint), 
 LEFT_BITS = PAD_MAX_BYTES.bit_length()
 SID_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("sid").width
 CACHE_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("l2_cache_ctl").width
+PAGE_BYTES = 4096                    # AXI: no burst crosses a 4 KiB boundary
+MAX_BEATS = 256                      # AXI4: the longest INCR burst
 CMD_INDEX_BITS = 24                  # position of a command in the stream since reset
 COPY_SEQ_BITS = 8                    # numbers a pipe's non-empty copies, modulo 256: more
                                      # than a pipe ever has between its address generator
                                      # and its bus responses (pipe.IN_FLIGHT_DEPTH)
+
+
+class FirstSplit(data.Struct):
+    """Where a GM row's first burst ends (`legalizer.first_split`). Worked out by the
+    address generator into its output register, from registers, so no carry chain of it
+    lies between the row and the queues that take it."""
+    end: LEN_BITS + 1                   # the row's end, counted from its grid cell's start
+    end_words: LEN_BITS + 1             # ... in words, rounded up
+    first_fits: 1                       # the row ends in its first grid cell: one burst
+    first_beats: MAX_BEATS.bit_length() # the first burst's beats
+    first_len: 8                        # ... - 1 (its AxLEN)
 
 
 class RowJob(data.Struct):
@@ -32,6 +45,7 @@ class RowJob(data.Struct):
     `gm_addr`; left = 0, extent = length, select = 0.
     `pad8` is the pad pattern for 8 bytes of UB starting at an 8-byte-aligned address:
     byte i is byte (i mod es) of pad_val, so replicating it fills any aligned word.
+    `split`: where the first burst of the GM row at `gm_addr` ends (MTE2 and MTE3).
     """
     gm_addr: GM_ADDR_BITS
     ub_addr: UB_ADDR_BITS
@@ -43,6 +57,7 @@ class RowJob(data.Struct):
     sid: SID_BITS
     cache: CACHE_BITS
     last: 1             # last row of its command
+    split: FirstSplit
 
 
 class AbortSignature(wiring.Signature):

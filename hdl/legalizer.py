@@ -11,11 +11,9 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
 from .axi import AXI4AddressSignature, BurstType
-from .layouts import CACHE_BITS, LEN_BITS, SID_BITS
+from .layouts import CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES, SID_BITS
 from .queue import BypassQueue
 
-PAGE_BYTES = 4096
-MAX_BEATS = 256
 
 
 def check_width(width_bytes):
@@ -41,11 +39,7 @@ class GmRow(data.Struct):
     sid: SID_BITS
     cache: CACHE_BITS
     last: 1             # last row of its command
-    end: LEN_BITS + 1           # the row's end, counted from the start of its grid cell
-    end_words: LEN_BITS + 1     # ... in words, rounded up
-    first_fits: 1               # the row ends in its first grid cell: one burst
-    first_beats: MAX_BEATS.bit_length()     # the first burst's beats
-    first_len: 8                            # ... - 1 (its AxLEN)
+    split: FirstSplit
 
 
 def _either(condition, if_true, if_false):
@@ -56,9 +50,10 @@ def _either(condition, if_true, if_false):
 
 
 def first_split(addr, length, width_bytes):
-    """GmRow's `end`, `end_words`, `first_fits`, `first_beats` and `first_len` of `length`
-    bytes at `addr` (ints or Values): worked out before a row is queued, so no carry
-    chain of them is in front of the burst splitter or the address channel."""
+    """FirstSplit's `end`, `end_words`, `first_fits`, `first_beats` and `first_len` of
+    `length` bytes at `addr` (ints or Values). The address generator works them out into
+    its output register (RowJob.split), so no carry chain of them is in front of the row
+    queues, the burst splitter or the address channel."""
     shift = check_width(width_bytes)
     grid = split_grid(width_bytes)
     offset = addr & (grid - 1)
@@ -137,7 +132,8 @@ class BurstSplitter(wiring.Component):
         # the path from `rows.payload` to `bursts.payload` is one carry chain and a mux,
         # and the decision to go on with the row is a mux.
         offset = new.addr[:grid_bits]
-        new_end, new_end_words, first_fits = new.end, new.end_words, new.first_fits
+        split = new.split
+        new_end, new_end_words, first_fits = split.end, split.end_words, split.first_fits
 
         out = self.bursts
         last = Mux(active, row.last, new.last)
@@ -148,9 +144,9 @@ class BurstSplitter(wiring.Component):
             out.payload.length.eq(Mux(active, Mux(fits, end, grid),
                                       Mux(first_fits, new.length, grid - offset))),
             out.payload.beats.eq(Mux(active, Mux(fits, end_words, grid_words),
-                                     new.first_beats)),
+                                     split.first_beats)),
             out.payload.axlen.eq(Mux(active, Mux(fits, end_len, grid_words - 1),
-                                     new.first_len)),
+                                     split.first_len)),
             out.payload.first.eq(~active),
             out.payload.last_of_row.eq(now_fits),
             out.payload.last.eq(now_fits & last),

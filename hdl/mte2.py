@@ -11,7 +11,7 @@ from .axi import AXI4ReadSignature
 from .axi_reader import AxiReader
 from .completions import WriteCompletions
 from .layouts import COPY_SEQ_BITS, AbortSignature, Completion, RowJob, UbWriteSignature
-from .legalizer import GmRow, first_split
+from .legalizer import GmRow
 from .pad import PadInserter, PadRow
 from .queue import BypassQueue
 from .rowfork import RowFork
@@ -73,8 +73,7 @@ class Mte2Datapath(wiring.Component):
         fork = m.submodules.fork = RowFork({
             "read": (GmRow, ROW_QUEUE,
                      lambda row: {"addr": row.gm_addr, "length": row.length, "sid": row.sid,
-                                  "cache": row.cache, "last": row.last,
-                                  **first_split(row.gm_addr, row.length, w)}),
+                                  "cache": row.cache, "last": row.last, "split": row.split}),
             "align": (aligner.row_layout, data_queue,
                       lambda row: {"src_off": row.gm_addr[:shift],
                                    "dst_off": (row.ub_addr + row.left)[:shift],

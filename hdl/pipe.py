@@ -84,8 +84,9 @@ class PipeController(wiring.Component):
     cycle it is offered.
     """
 
-    def __init__(self, pipe, profile):
+    def __init__(self, pipe, profile, width_bytes=32):
         self.pipe = pipe
+        self.width_bytes = width_bytes
         self.kind = COPY_KIND[pipe]
         self.profile = PROFILES.get(profile, profile)
         super().__init__({
@@ -102,7 +103,7 @@ class PipeController(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         checker = m.submodules.checker = CopyChecker(self.kind, self.profile)
-        addrgen = m.submodules.addrgen = AddressGenerator(self.kind)
+        addrgen = m.submodules.addrgen = AddressGenerator(self.kind, self.width_bytes)
         in_flight = m.submodules.in_flight = SyncFIFOBuffered(
             width=CMD_INDEX_BITS, depth=IN_FLIGHT_DEPTH)
         # Command indices of the copies in the checker: one evaluated, one in its result

@@ -54,7 +54,7 @@ class MteDma(wiring.Component):
         dispatcher = m.submodules.dispatcher = Dispatcher()
         flags = m.submodules.flags = EventFlags()
         ub = m.submodules.ub = UnifiedBuffer(w, self.profile.ub_size)
-        pipes = {pipe: PipeController(pipe, self.profile) for pipe in ENGINE_PIPES}
+        pipes = {pipe: PipeController(pipe, self.profile, w) for pipe in ENGINE_PIPES}
         for pipe, controller in pipes.items():
             m.submodules[f"pipe_{pipe.name.lower()}"] = controller
         mte2 = m.submodules.mte2 = Mte2Datapath(w, self.max_outstanding, AXI_ID_BITS)

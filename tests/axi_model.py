@@ -24,7 +24,7 @@ def beats_of(addr, length, width):
 def gm_row(row, width):
     """A GmRow payload: `row` ({addr, length, sid, cache, last}) and where its first burst
     ends, as the datapaths queue it (`hdl.legalizer.first_split`)."""
-    return {**row, **first_split(row["addr"], row["length"], width)}
+    return {**row, "split": first_split(row["addr"], row["length"], width)}
 
 
 def split_row(addr, length, width):

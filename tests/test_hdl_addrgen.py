@@ -6,12 +6,16 @@ import pytest
 from amaranth.back import verilog
 from amaranth.hdl import Shape
 
-from hdl.addrgen import ROW_ADDRESSES, AddressGenerator
+from hdl.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
 from hdl.checker import COPY_KINDS, LOOP_COUNTS, geometry_layout, has_loops
+from hdl.layouts import FirstSplit
+from hdl.legalizer import first_split
 from hdl_helpers import run_sim, stream_put
 from model.isa import Opcode
 
 ES = (1, 2, 4, 8)
+W = 8           # bus width of the rows' burst splits: a grid of 2 KiB, finer than a page
+SPLIT_FIELDS = tuple(FirstSplit.as_shape().members)
 
 
 def random_checked_copy(rng, kind, empty_share=0.1):
@@ -71,6 +75,8 @@ def expected_rows(kind, copy):
                 row.update(length=g["len_burst"], left=g["left_bytes"], extent=g["row_bytes"],
                            select=g["select"], pad8=pad8(copy["pad_val"], g["es"]),
                            sid=copy["sid"], cache=copy["cache"], last=0)
+                if kind in GM_KINDS:
+                    row.update(first_split(row["gm_addr"], g["len_burst"], W))
                 rows.append(row)
     if g["empty"]:
         return []
@@ -78,10 +84,13 @@ def expected_rows(kind, copy):
     return rows
 
 
-def as_dict(row):
-    return {name: getattr(row, name) for name in ("gm_addr", "ub_addr", "length", "left",
-                                                  "extent", "select", "pad8", "sid", "cache",
-                                                  "last")}
+def as_dict(kind, row):
+    fields = {name: getattr(row, name) for name in ("gm_addr", "ub_addr", "length", "left",
+                                                    "extent", "select", "pad8", "sid",
+                                                    "cache", "last")}
+    if kind in GM_KINDS:
+        fields.update({name: getattr(row.split, name) for name in SPLIT_FIELDS})
+    return fields
 
 
 def run_copies(kind, copies, stall, rng, abort_at=None):
@@ -89,7 +98,7 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
     abort_at: {row number: copy number} asks to abort that copy for one cycle after taking
     that row.
     Returns (rows, cycles, done_empty pulses)."""
-    dut = AddressGenerator(kind)
+    dut = AddressGenerator(kind, W)
     rows, empties, clock = [], [], {"cycles": 0}
     total = sum(len(expected_rows(kind, c)) for c in copies) if abort_at is None else None
 
@@ -112,7 +121,7 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
             ctx.set(dut.abort.valid, 0)
             idle = 0 if valid else idle + 1
             if valid and ready:
-                rows.append(as_dict(payload))
+                rows.append(as_dict(kind, payload))
                 if abort_at and len(rows) in abort_at:
                     ctx.set(dut.abort.copy, abort_at[len(rows)])
                     ctx.set(dut.abort.valid, 1)
