@@ -13,6 +13,7 @@ from amaranth.utils import exact_log2
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PIPE_REGISTERS,
                        PROFILES, UB_LINE, ErrorCode, Opcode, dtype_supported)
 
+from .arith import compress
 from .commands import op_layout
 from .layouts import CACHE_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS
 from .multiplier import OPERAND_BITS, RegisteredMultiplier
@@ -178,18 +179,6 @@ def _partial_products(m, accept, a, b, cap, name, copies, weight=0):
     return terms
 
 
-def _compress(vectors, width):
-    """One carry-save level: each three vectors to their bitwise sum and carry (a 3:2
-    compressor, one LUT per bit and no carry chain), the rest passed on. The total is
-    unchanged mod 2^width."""
-    whole = len(vectors) - len(vectors) % 3
-    out = vectors[whole:]
-    for k in range(0, whole, 3):
-        a, b, c = vectors[k:k + 3]
-        out += [(a ^ b ^ c)[:width], (((a & b) | (a & c) | (b & c)) << 1)[:width]]
-    return out
-
-
 def _carry_save_sum(m, terms, cap, name):
     """Sums ((value, flag), stage) terms: values below 2^cap (None: a flag alone), a flag
     says the true term is 2^cap or more, and a term joins at the stage its value is ready
@@ -209,7 +198,7 @@ def _carry_save_sum(m, terms, cap, name):
         flags += [flag for _, flag in joining]
         if not waiting and len(vectors) <= FINAL_FANIN:
             while len(vectors) > 2:
-                vectors = _compress(vectors, width)
+                vectors = compress(vectors, width)
             total = _reg(m, sum(vectors[1:], vectors[0])[:width], f"{name}_s{stage + 1}")
             over = _reg(m, Cat(*flags).any(), f"{name}_s{stage + 1}_over")
             value, carry = _capped(total, cap)
@@ -217,7 +206,7 @@ def _carry_save_sum(m, terms, cap, name):
         if len(vectors) > FINAL_FANIN:
             for _ in range(CSA_LEVELS):
                 if len(vectors) > FINAL_FANIN:
-                    vectors = _compress(vectors, width)
+                    vectors = compress(vectors, width)
             vectors = [_reg(m, vector, f"{name}_s{stage + 1}_{k}")
                        for k, vector in enumerate(vectors)]
             flags = [_reg(m, Cat(*flags).any(), f"{name}_s{stage + 1}_over")]

@@ -10,6 +10,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
+from .arith import sum_mod
 from .axi import AXI4AddressSignature, BurstType
 from .layouts import CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES, SID_BITS
 from .queue import BypassQueue
@@ -49,22 +50,45 @@ def _either(condition, if_true, if_false):
     return if_true if condition else if_false
 
 
+def _sum(a, b, constant, width):
+    """a + b + constant, for ints or Values (unsigned a and b, any int constant): for
+    Values mod 2^width, as one carry-save level in front of one carry chain, where the
+    three-operand add would take two chains."""
+    if not isinstance(a, Value) and not isinstance(b, Value):
+        return a + b + constant
+    return sum_mod([a, b, constant], width)
+
+
 def first_split(addr, length, width_bytes):
     """FirstSplit's `end`, `end_words`, `first_fits`, `first_beats` and `first_len` of
-    `length` bytes at `addr` (ints or Values). The address generator works them out into
-    its output register (RowJob.split), so no carry chain of them is in front of the row
-    queues, the burst splitter or the address channel."""
+    `length` (>= 1) bytes at `addr` (ints or Values). The address generator works them out
+    into its output register (RowJob.split), so no carry chain of them is in front of the
+    row queues, the burst splitter or the address channel; each is one carry chain (after
+    a carry-save level) from its operands, and the `fits` choice a mux after it."""
     shift = check_width(width_bytes)
     grid = split_grid(width_bytes)
     offset = addr & (grid - 1)
-    end = offset + length
-    fits = end <= grid
+    lane = addr & (width_bytes - 1)
+    values = isinstance(addr, Value) or isinstance(length, Value)
+    # Wide enough for every sum below, and for offset + length - grid - 1 as a signed
+    # number: the row fits its first grid cell when that is negative.
+    bits = max(len(Value.cast(v)) for v in (addr, length) if isinstance(v, Value)) + 2 \
+        if values else None
+    past = _sum(offset, length, -grid - 1, bits)
+    fits = past[bits - 1] if values else past < 0
     # The first burst runs to the row's end if that is in its grid cell, else to the cell's.
-    to_row_end = (addr & (width_bytes - 1)) + length
-    to_cell_end = (grid >> shift) - (offset >> shift)
-    return {"end": end, "end_words": (end + width_bytes - 1) >> shift, "first_fits": fits,
-            "first_beats": _either(fits, (to_row_end + width_bytes - 1) >> shift, to_cell_end),
-            "first_len": _either(fits, (to_row_end - 1) >> shift, to_cell_end - 1)}
+    # The cell's words are a power of two, so its words less one after the row's first
+    # word are a complement, with no carry.
+    cell_words, word = grid >> shift, offset >> shift
+    to_cell_end_m1 = (C(cell_words - 1, len(word)) ^ word if values
+                      else cell_words - 1 - word)
+    return {"end": offset + length,
+            "end_words": _sum(offset, length, width_bytes - 1, bits) >> shift,
+            "first_fits": fits,
+            "first_beats": _either(fits, _sum(lane, length, width_bytes - 1, bits) >> shift,
+                                   cell_words - word),
+            "first_len": _either(fits, _sum(lane, length, -1, bits) >> shift,
+                                 to_cell_end_m1)}
 
 
 class Burst(data.Struct):

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
 from .aligner import buffered_output, dst_word_layout, offset_bits, skid_stage
+from .arith import sum_mod
 from .layouts import EXTENT_BITS, LEFT_BITS, LEN_BITS, ub_word_bits
 
 PAD8_BYTES = 8
@@ -177,8 +178,8 @@ class PadInserter(wiring.Component):
         row_valid, row, ready = skid_stage(m, self.rows.valid, self.rows.payload, row_take,
                                            "row_in")
         m.d.comb += self.rows.ready.eq(ready)
-        # Byte positions counted from byte 0 of the row's first word. No sum waits on
-        # more than one other: the `- 1`s are taken off the length and the head first.
+        # Byte positions counted from byte 0 of the row's first word, each sum a
+        # carry-save level or two in front of one carry chain (arith.sum_mod).
         start_bits = max(LEFT_BITS, shift) + 1
         first_bits = start_bits - shift + 1     # start[shift:] - 1, signed
         spots = Signal(data.StructLayout({
@@ -192,19 +193,20 @@ class PadInserter(wiring.Component):
             "last": 1,
         }))
         head = row.ub_addr[:shift]
+        left = Mux(row.select, row.left, 0)
         start = Signal(start_bits)              # first data byte
-        length_m1 = Signal(LEN_BITS)            # length >= 1
-        head_m1 = Signal(signed(shift + 1))
+        row_bits = EXTENT_BITS + 1
         m.d.comb += [
-            start.eq(head + Mux(row.select, row.left, 0)),
-            length_m1.eq(row.length - 1),
-            head_m1.eq(head - 1),
+            start.eq(head + left),
             spots.addr.eq(row.ub_addr[shift:]),
             spots.head.eq(head),
-            spots.first_m1.eq(start[shift:] - 1),
+            # (start >> shift) - 1, in two's complement (-1 when start is in word 0).
+            spots.first_m1.eq(sum_mod([head, left, -(1 << shift)],
+                                      shift + first_bits)[shift:]),
             spots.first_zero.eq(start[shift:] == 0),
-            spots.data_end.eq(length_m1 + start),
-            spots.row_end.eq(Mux(row.select, row.extent, row.length) + head_m1),
+            spots.data_end.eq(sum_mod([row.length, head, left, -1], row_bits)),
+            spots.row_end.eq(sum_mod([Mux(row.select, row.extent, row.length), head, -1],
+                                     row_bits)),
             spots.pad8.eq(row.pad8),
             spots.last.eq(row.last),
         ]
