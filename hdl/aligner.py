@@ -227,14 +227,15 @@ class Aligner(wiring.Component):
         index_bits = _word_index_bits(width)
         tag_layout = _tag_layout(width)
         entry_layout = data.StructLayout({"data": 8 * width, "tag": tag_layout})
-        # What the merge needs of the head row beside its tag: its lane masks, decoded
-        # as the row becomes the head (queue entries carry only the tag).
+        # What the merge needs of a row beside the tag: its lane masks, decoded as a word
+        # enters the queue, so the head row's load is a mux of registers.
         row_layout = data.StructLayout({
             "tag": tag_layout,
             "lo": width,                # lanes [0, r)
             "head": width,              # lanes [dst_off, W)
             "tail": width,              # lanes [0, end_off]
         })
+        slot_layout = data.StructLayout({"data": 8 * width, "row": row_layout})
 
         # --- Row set-up: every per-row constant, registered, so the word path only
         # compares counters. The next row is taken on the edge that takes this row's last
@@ -259,7 +260,7 @@ class Aligner(wiring.Component):
         # selected by registers. A free entry loads the rotator's word on every cycle,
         # so it holds the word on the cycle it is pushed, and the wide enables are the
         # entries' own registered `live` bits.
-        ring = [Signal(entry_layout, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
+        ring = [Signal(slot_layout, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
         live = Signal(QUEUE_DEPTH)
         rd = Signal(range(QUEUE_DEPTH))
         wr = Signal(range(QUEUE_DEPTH))
@@ -306,8 +307,16 @@ class Aligner(wiring.Component):
                 ]
 
         push = Signal()
-        incoming = st[-1]
-        m.d.comb += push.eq(st_valid[-1] & advance)
+        incoming = Signal(slot_layout)
+        ones = Const((1 << width) - 1, width)
+        m.d.comb += [
+            push.eq(st_valid[-1] & advance),
+            incoming.data.eq(st[-1].data),
+            incoming.row.tag.eq(st[-1].tag),
+            incoming.row.lo.eq(~(ones << st[-1].tag.r)),
+            incoming.row.head.eq(ones << st[-1].tag.dst_off),
+            incoming.row.tail.eq(ones >> ~st[-1].tag.end_off),
+        ]
         for i in range(QUEUE_DEPTH):
             with m.If(~live[i]):
                 m.d.sync += ring[i].eq(incoming)
@@ -374,19 +383,11 @@ class Aligner(wiring.Component):
         # the entry after it (the last word retires one or two entries) or, if there is
         # none, of the next word to arrive. Where it comes from depends only on
         # registers; `emit` only enables the load.
-        after = [_pick([ring[(i + n) % QUEUE_DEPTH].tag for i in range(QUEUE_DEPTH)], rd)
+        after = [_pick([ring[(i + n) % QUEUE_DEPTH].row for i in range(QUEUE_DEPTH)], rd)
                  for n in (1, 2)]
-        next_tag = Signal(tag_layout)
-        ones = Const((1 << width) - 1, width)
-        m.d.comb += next_tag.eq(Mux((count == 0) | (count == pops_if), incoming.tag,
-                                    Mux(pops_if[1], after[1], after[0])))
         with m.If(((count == 0) & push) | (emit & last)):
-            m.d.sync += [
-                head.tag.eq(next_tag),
-                head.lo.eq(~(ones << next_tag.r)),
-                head.head.eq(ones << next_tag.dst_off),
-                head.tail.eq(ones >> ~next_tag.end_off),
-            ]
+            m.d.sync += head.eq(Mux((count == 0) | (count == pops_if), incoming.row,
+                                    Mux(pops_if[1], after[1], after[0])))
 
         word = Signal(self.dst_layout)
         # Lane p comes from the oldest entry (lo) or the next (hi): one ring index per
