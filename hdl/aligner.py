@@ -203,8 +203,8 @@ class Aligner(wiring.Component):
     i.e. after edge t + 6 (t + 7) at W = 16, 32 and 64. The set-up registers fill while
     earlier rows run, so rows still follow each other with no gap.
 
-    `src.ready` and `rows.ready` depend only on registers (both set-up registers are
-    `skid_stage`s, so taking a row's last source word does not reach back through them);
+    `src.ready` and `rows.ready` are registers (both set-up registers are `skid_stage`s,
+    so taking a row's last source word does not reach back through them);
     `dst.ready` only steps the output queue (see buffered_output). No valid depends on a
     ready.
     """
@@ -275,8 +275,11 @@ class Aligner(wiring.Component):
         src_left = Signal(index_bits)
         src_last = Signal()
         src_take = Signal()
+        # `src.ready` is have_row & advance, worked out a cycle ahead into a register (see
+        # below): it enables the source's data registers.
+        src_ready = Signal()
         m.d.comb += [
-            self.src.ready.eq(have_row & advance),
+            self.src.ready.eq(src_ready),
             src_take.eq(self.src.valid & self.src.ready),
             next_row.eq(~have_row | (src_take & src_last)),
         ]
@@ -370,6 +373,9 @@ class Aligner(wiring.Component):
                 ]
         next_count = Signal.like(count)
         m.d.comb += next_count.eq(count + push - pops)
+        last_valid_next = Mux(advance, st_valid[-2] if stages > 1 else src_take, st_valid[-1])
+        m.d.sync += src_ready.eq(Mux(next_row, setup_valid, have_row)
+                                 & (~last_valid_next | (next_count != QUEUE_DEPTH)))
         m.d.sync += [
             rd.eq(rd + pops),
             count.eq(next_count),
