@@ -16,7 +16,6 @@ from .layouts import CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES, SI
 from .queue import BypassQueue
 
 
-
 def check_width(width_bytes):
     """The bus widths AXI allows: a power of two from 1 to 128 bytes."""
     if width_bytes < 1 or width_bytes > 128 or width_bytes & (width_bytes - 1):
@@ -72,8 +71,8 @@ def first_split(addr, length, width_bytes):
     values = isinstance(addr, Value) or isinstance(length, Value)
     # Wide enough for every sum below, and for offset + length - grid - 1 as a signed
     # number: the row fits its first grid cell when that is negative.
-    bits = max(len(Value.cast(v)) for v in (addr, length) if isinstance(v, Value)) + 2 \
-        if values else None
+    bits = (max(len(Value.cast(v)) for v in (addr, length) if isinstance(v, Value)) + 2
+            if values else None)
     past = _sum(offset, length, -grid - 1, bits)
     fits = past[bits - 1] if values else past < 0
     # The first burst runs to the row's end if that is in its grid cell, else to the cell's.
