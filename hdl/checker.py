@@ -151,13 +151,13 @@ def _partial_products(m, accept, a, b, cap, name, copies, weight=0):
     products of at most MUL_BITS x MUL_BITS bits each, in the form `_carry_save_sum` sums:
     ((value shifted to its weight, flag), stage). Bits of weight 2^cap and up only set the
     flag, so a product wholly above them needs no multiplier, only a nonzero test of its
-    factors (stage 2), and has no value (None). A multiplier (RegisteredMultiplier, one
-    ECP5 MULT18X18D) loads its operands with the request (stage 1; no shared register
-    drives all the DSP blocks: `copies` numbers the generic form's registers, so
-    synthesis does not merge those that load the same slice) and registers its product
-    (stage 2), so the block's routing in and out is not in series with its delay; the
-    product's bits from 2^cap up are tested for nonzero where the sum gathers the flags,
-    so nothing but that register follows the block."""
+    factors (stage 2; `copies` numbers those factors' registers, as their `init`, so
+    synthesis does not merge those that load the same slice), and has no value (None). A
+    multiplier (RegisteredMultiplier, one ECP5 MULT18X18D with its registers inside)
+    loads its operands with the request (stage 1) and registers its product (stage 2), so
+    the block's routing in and out is not in series with its delay; the product's bits
+    from 2^cap up are tested for nonzero where the sum gathers the flags, so nothing but
+    that register follows the block."""
     terms = []
     for i in range(0, len(a), MUL_BITS):
         for j in range(0, len(b), MUL_BITS):
@@ -169,8 +169,7 @@ def _partial_products(m, accept, a, b, cap, name, copies, weight=0):
                 over = _reg(m, (x != 0) & (y != 0), f"{name}_{i}_{j}_over")
                 terms.append(((None, over), 2))
                 continue
-            mul = m.submodules[f"{name}_{i}_{j}"] = RegisteredMultiplier(
-                len(x), len(y), init=next(copies))
+            mul = m.submodules[f"{name}_{i}_{j}"] = RegisteredMultiplier(len(x), len(y))
             m.d.comb += [mul.a.eq(x), mul.b.eq(y), mul.load.eq(accept)]
             keep = cap - shift
             value = mul.p[:keep] << shift

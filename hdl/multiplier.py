@@ -25,16 +25,13 @@ class RegisteredMultiplier(wiring.Component):
     after that cycle's edge: `a` and `b` are registered on an edge where `load` is high,
     and `p` is the registered product of those registers (valid on the second edge).
 
-    `a_bits`, `b_bits`: operand widths, at most OPERAND_BITS each. `init` is the operand
-    registers' initial value in the generic form: multipliers loading the same operands
-    are kept apart by giving them different ones (nothing reads the registers before a
-    load, so no reset is needed)."""
+    `a_bits`, `b_bits`: operand widths, at most OPERAND_BITS each. Nothing reads the
+    operand registers before a load, so they need no reset."""
 
-    def __init__(self, a_bits, b_bits, init=0):
+    def __init__(self, a_bits, b_bits):
         if not (1 <= a_bits <= OPERAND_BITS and 1 <= b_bits <= OPERAND_BITS):
             raise ValueError(f"operands must be 1 to {OPERAND_BITS} bits, "
                              f"not {a_bits} x {b_bits}")
-        self._init = init
         super().__init__({
             "a": In(a_bits),
             "b": In(b_bits),
@@ -47,8 +44,8 @@ class RegisteredMultiplier(wiring.Component):
         if isinstance(platform, Ecp5Target):
             self._mult18x18d(m)
             return m
-        a = Signal.like(self.a, init=self._init % (1 << len(self.a)), reset_less=True)
-        b = Signal.like(self.b, init=self._init % (1 << len(self.b)), reset_less=True)
+        a = Signal.like(self.a, reset_less=True)
+        b = Signal.like(self.b, reset_less=True)
         with m.If(self.load):
             m.d.sync += [a.eq(self.a), b.eq(self.b)]
         m.d.sync += self.p.eq(a * b)

@@ -14,7 +14,7 @@ from hdl_helpers import run_sim
 
 @pytest.mark.parametrize("a_bits,b_bits", [(18, 18), (5, 18), (18, 3)])
 def test_product_of_the_operands_loaded_two_edges_before(a_bits, b_bits):
-    dut = RegisteredMultiplier(a_bits, b_bits, init=7)
+    dut = RegisteredMultiplier(a_bits, b_bits)
     rng = random.Random(a_bits * 100 + b_bits)
 
     async def bench(ctx):
