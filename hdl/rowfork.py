@@ -8,6 +8,23 @@ from .layouts import RowJob
 from .queue import BypassQueue
 
 
+def _filled(m, name, depth, take, read):
+    """A queue's level as a thermometer register: bit i is set while it holds more than i
+    rows. It follows the queue's writes (`take`) and reads, so `ready` needs neither the
+    queue's level sum nor a compare."""
+    filled = Signal(depth, name=f"{name}_filled")
+    with m.If(take & ~read):
+        m.d.sync += filled.eq(Cat(1, filled[:-1]))
+    with m.Elif(read & ~take):
+        m.d.sync += filled.eq(filled[1:])
+    return filled
+
+
+def _holds_at_most(filled, rows):
+    """The queue holds at most `rows` rows: one bit of its thermometer `filled`."""
+    return 1 if rows >= len(filled) else 0 if rows < 0 else ~filled[rows]
+
+
 class RowFork(wiring.Component):
     """Copies each RowJob, reshaped per branch, into one queue per branch.
 
@@ -54,11 +71,11 @@ class RowFork(wiring.Component):
                 queue.r_en.eq(out.ready),
             ]
             read = out.valid & out.ready
-            # level + take - read <= depth - 2, as compares of the level with constants
-            # picked by the handshakes (no sum of the level in front of `ready`).
-            level = queue.level
-            rooms.append(Mux(take & ~read, level <= depth - 3,
-                             Mux(read & ~take, level <= depth - 1, level <= depth - 2)))
+            filled = _filled(m, name, depth, take, read)
+            # level + take - read <= depth - 2, picked by the handshakes.
+            rooms.append(Mux(take & ~read, _holds_at_most(filled, depth - 3),
+                             Mux(read & ~take, _holds_at_most(filled, depth - 1),
+                                 _holds_at_most(filled, depth - 2))))
 
         m.d.sync += ready.eq(Cat(*rooms).all())
         m.d.comb += [
