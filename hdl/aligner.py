@@ -30,6 +30,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import LEN_BITS
+from .muxes import mux_tree
 
 # Bits of the rotate amount each rotator stage resolves: an 8:1 mux per data bit.
 ROTATE_BITS = 3
@@ -107,15 +108,7 @@ def _rotate_left(value, amount, unit):
     if not 1 <= len(amount) <= ROTATE_BITS:
         raise ValueError(f"rotate amount must be 1 to {ROTATE_BITS} bits, "
                          f"not {len(amount)}")
-    return _pick([value.rotate_left(k * unit) for k in range(1 << len(amount))], amount)
-
-
-def _pick(choices, index):
-    """choices[index], as a tree of 2:1 muxes on the bits of `index` (len(choices) is
-    2 ** len(index))."""
-    for bit in index:
-        choices = [Mux(bit, hi, lo) for lo, hi in zip(choices[::2], choices[1::2])]
-    return choices[0]
+    return mux_tree([value.rotate_left(k * unit) for k in range(1 << len(amount))], amount)
 
 
 def skid_stage(m, valid_in, value, take, name):
@@ -141,38 +134,40 @@ def skid_stage(m, valid_in, value, take, name):
 
 def buffered_output(m, out, word, put):
     """Drives stream `out` from a two-entry queue. `word` is taken on a cycle with `put`
-    high, which may only be when the returned `room` is high; `room` is a register, and
-    `out.valid` and `out.payload` depend on registers alone (an entry picked by a
-    register).
+    high, which may only be when the returned `room` is high. `room` and `out.valid` are
+    registers, and `out.payload` is an entry picked by a register.
 
     Two entries let `put` go on every cycle while `out` is taken every cycle; a put word
     is on `out` after the edge that takes it when the queue was empty. The entry to be
     written next loads `word` on every cycle it is empty, so `put` only sets a valid bit
     and `word` reaches the entries with no mux in front: neither `put` nor `out.ready`
     fans out to the data. `room` (the entry to be written next is empty) is worked out a
-    cycle ahead, so the producer's decision to put starts at a flip-flop."""
+    cycle ahead, so the producer's decision to put starts at a flip-flop, and so is
+    `out.valid`, so the consumer's starts at one too."""
     entries = [Signal(out.payload.shape(), name=f"out{i}") for i in range(2)]
     full = Signal(2)
     wr = Signal()
     rd = Signal()
-    take = out.valid & out.ready
+    valid = Signal()
+    take = valid & out.ready
     full_next = Signal(2)
     wr_next = Signal()
+    rd_next = Signal()
     room = Signal(init=1)
     for i, entry in enumerate(entries):
         with m.If(~full[i] & (wr == i)):
             m.d.sync += entry.eq(word)
         m.d.comb += full_next[i].eq((full[i] & ~(take & (rd == i))) | (put & (wr == i)))
-    m.d.comb += wr_next.eq(wr ^ put)
+    m.d.comb += [wr_next.eq(wr ^ put), rd_next.eq(rd ^ take)]
     m.d.sync += [
         full.eq(full_next),
         wr.eq(wr_next),
+        rd.eq(rd_next),
         room.eq(~Mux(wr_next, full_next[1], full_next[0])),
+        valid.eq(Mux(rd_next, full_next[1], full_next[0])),
     ]
-    with m.If(take):
-        m.d.sync += rd.eq(~rd)
     m.d.comb += [
-        out.valid.eq(Mux(rd, full[1], full[0])),
+        out.valid.eq(valid),
         out.payload.eq(Mux(rd, entries[1], entries[0])),
     ]
     return room
@@ -389,7 +384,7 @@ class Aligner(wiring.Component):
         # the entry after it (the last word retires one or two entries) or, if there is
         # none, of the next word to arrive. Where it comes from depends only on
         # registers; `emit` only enables the load.
-        after = [_pick([ring[(i + n) % QUEUE_DEPTH].row for i in range(QUEUE_DEPTH)], rd)
+        after = [mux_tree([ring[(i + n) % QUEUE_DEPTH].row for i in range(QUEUE_DEPTH)], rd)
                  for n in (1, 2)]
         with m.If(((count == 0) & push) | (emit & last)):
             m.d.sync += head.eq(Mux((count == 0) | (count == pops_if), incoming.row,
@@ -402,7 +397,7 @@ class Aligner(wiring.Component):
         for p in range(width):
             index = Signal.like(rd, name=f"lane{p}_entry")
             m.d.comb += index.eq(rd + (uses_hi & ~head.lo[p]))
-            lanes.append(_pick([entry.data.word_select(p, 8) for entry in ring], index))
+            lanes.append(mux_tree([entry.data.word_select(p, 8) for entry in ring], index))
         m.d.comb += [
             word.data.eq(Cat(lanes)),
             word.strb.eq((head.head | ~first.replicate(width))
