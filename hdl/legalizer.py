@@ -263,11 +263,15 @@ class BurstIssuer(wiring.Component):
         a_in = data.View(a_layout, a_fifo.w_data)
         a_out = data.View(a_layout, a_fifo.r_data)
 
+        # Whether bursts are unfinished, and whether another may start, are registers
+        # worked out with the count, so `bursts.ready` waits on no compare of it.
+        any_unfinished = Signal()
+        below_limit = Signal(init=1)
         b = self.bursts
-        fence = (unfinished != 0) & (b.payload.sid != last_id)
+        fence = any_unfinished & (b.payload.sid != last_id)
         take = Signal()
         m.d.comb += [
-            b.ready.eq(a_fifo.w_rdy & (unfinished != depth) & ~fence),
+            b.ready.eq(a_fifo.w_rdy & below_limit & ~fence),
             take.eq(b.valid & b.ready),
             a_fifo.w_en.eq(take),
             a_in.id.eq(b.payload.sid),
@@ -308,9 +312,14 @@ class BurstIssuer(wiring.Component):
             ]
             with m.If(pop):
                 m.d.sync += ptr.eq(wrap_incr(ptr))
-            m.d.sync += count.eq(count + take - pop)
+            count_next = Signal.like(count, name=f"{name}_count_next")
+            m.d.comb += count_next.eq(count + take - pop)
+            m.d.sync += count.eq(count_next)
+            return count_next
 
-        head(self.resp, unfinished, "resp")
+        unfinished_next = head(self.resp, unfinished, "resp")
+        m.d.sync += [any_unfinished.eq(unfinished_next != 0),
+                     below_limit.eq(unfinished_next != depth)]
         if self._data_head:
             unsent = Signal(range(depth + 1))
             head(self.data, unsent, "data")
