@@ -12,7 +12,6 @@ counts (`stat.json`), both tools' logs and nextpnr's report; `summary.txt`, the 
 
 import argparse
 import json
-import math
 import os
 import re
 import shutil
@@ -28,20 +27,19 @@ from amaranth.lib.wiring import In
 
 from model.isa import DEFAULT_PROFILE, PROFILES, Pipe
 
+from .block_ram import dp16kd_count
+from .ecp5 import Ecp5Target
 from .fpga_top import MteDmaFpga
 from .mte2 import Mte2Datapath
 from .mte3 import Mte3Datapath
-from .multiplier import Ecp5Target
 from .pipe import PipeController
 from .top import AXI_ID_BITS
-from .ub import UnifiedBuffer
+from .ub import PART_BYTES, UnifiedBuffer, part_count
 from .ubcopy import UbCopyDatapath
 
 DEVICE = ["--85k", "--package", "CABGA381"]
 GOAL_MHZ = 125
 DP16KD_AVAILABLE = 208          # LFE5U-85F
-# DP16KD shapes, depth x data bits (the x9/x18/x36 shapes' ninth bits are parity)
-DP16KD_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 8), (1024, 16), (512, 32))
 INTERNAL = ("rows", "done", "abort")    # the ports between a pipe controller and its datapath
 
 
@@ -217,12 +215,9 @@ def _cell_origin(cell):
 
 
 def ub_blocks(size, width_bytes):
-    """DP16KD blocks for a UB of `size` bytes in words of `width_bytes`: the best of the
-    block's shapes (depth x data bits, 16 Kbit each) that keeps bytes apart for the
-    byte enables, i.e. whose width divides a byte or is whole bytes."""
-    words, bits = size // width_bytes, 8 * width_bytes
-    return min(math.ceil(words / depth) * math.ceil(bits / width)
-               for depth, width in DP16KD_SHAPES)
+    """DP16KD blocks of a UB of `size` bytes in words of `width_bytes`, as the ECP5 builds
+    lay it out: a BlockRam per PART_BYTES bytes of the word."""
+    return part_count(width_bytes) * dp16kd_count(PART_BYTES, size // width_bytes)
 
 
 def ub_fit_lines(width_bytes):

@@ -101,8 +101,8 @@ class UbReadSignature(wiring.Signature):
     """A requester's read port into UB (Out from the requester).
 
     A request is accepted on a cycle with valid & ready; its word appears on `rdata` with
-    `rvalid` high three or more cycles later (a registered request stage, the synchronous
-    read, then the output register; see ub.UnifiedBuffer), words in request order. The
+    `rvalid` high three or more cycles later (the request's slot, the memory's read, then
+    its output register; see ub.UnifiedBuffer), words in request order. The
     response has no backpressure: the requester must have room for every word it asks
     for."""
     def __init__(self, width_bytes):

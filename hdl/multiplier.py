@@ -12,12 +12,9 @@ from amaranth.hdl import ClockSignal, Const, Instance, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .ecp5 import Ecp5Target
+
 OPERAND_BITS = 18
-
-
-class Ecp5Target:
-    """The elaboration target of the ECP5 builds: blocks that have an ECP5 primitive form
-    (RegisteredMultiplier) use it."""
 
 
 class RegisteredMultiplier(wiring.Component):

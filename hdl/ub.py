@@ -2,12 +2,12 @@
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from model.isa import DEFAULT_PROFILE, PROFILES
 
+from .block_ram import READ_LATENCY, BlockRam
 from .layouts import UbReadSignature, UbWriteSignature, ub_word_bits
 
 
@@ -15,8 +15,9 @@ class UbTestSignature(wiring.Signature):
     """Direct access to UB for testbenches and the CSR front end (Out from the user).
 
     Write: on a cycle with `we`, the bytes of `wdata` whose `wstrb` bit is set are stored at
-    word `addr`. Read: on a cycle with `re`, word `addr` is read; `rdata` shows it
-    TEST_READ_LATENCY cycles later (only: the memory reads on every cycle)."""
+    word `addr` (at the end of the next cycle). Read: on a cycle with `re`, word `addr` is
+    read; `rdata` shows it TEST_READ_LATENCY cycles later (only: the memory reads on every
+    cycle)."""
     def __init__(self, width_bytes):
         super().__init__({
             "addr": Out(ub_word_bits(width_bytes)),
@@ -28,36 +29,87 @@ class UbTestSignature(wiring.Signature):
         })
 
 
-HALVES = 2
-# Cycles from a test port read to its word on `rdata`: the block RAM's read, then the
-# output register.
-TEST_READ_LATENCY = 2
+# The word is stored as parts of PART_BYTES bytes side by side, each a BlockRam with its
+# own copy of the addresses, so no address net drives the block RAMs of more than one
+# part (16 DP16KD for profile a5).
+PART_BYTES = 4
+# Cycles from a test port read to its word on `rdata`: the head register, then the
+# memory.
+TEST_READ_LATENCY = 1 + READ_LATENCY
 
 
-def _address_copies(like, name):
-    """One register per memory half for a staged word address. Their initial values
-    differ (all zeros, all ones: the request stage's valid bit makes them don't-cares), so
-    synthesis keeps the copies apart instead of merging them into one register."""
+def part_count(width_bytes):
+    return width_bytes // PART_BYTES
+
+
+def _address_copies(like, name, count):
+    """`count` registers for one word address, one per memory part. Their initial values
+    differ (nothing is stored or read for them before they are loaded), so synthesis keeps
+    the copies apart instead of merging them into one register."""
     return [Signal.like(like, name=f"{name}{k}", reset_less=True,
-                        init=0 if k % 2 == 0 else (1 << len(like)) - 1)
-            for k in range(HALVES)]
+                        init=k % (1 << len(like))) for k in range(count)]
 
 
-def _round_robin(m, name, requests, blocked):
-    """Grant at most one of two requests per cycle, alternating under contention.
+class _RequestSlots:
+    """A one-request slot per requester in front of a memory port, served round-robin,
+    and the head: the registers the memory takes its request from.
 
-    A lone request is granted every cycle; when both ask, the one not granted most
-    recently wins. Nothing is granted while `blocked` (the stage is full: its request
-    waits while the test port has the memory)."""
-    favour_second = Signal(name=f"{name}_favour_second")
-    first, second = requests
-    grant_first = first & ~blocked & (~second | ~favour_second)
-    grant_second = second & ~blocked & (~first | favour_second)
-    with m.If(grant_first):
-        m.d.sync += favour_second.eq(1)
-    with m.If(grant_second):
-        m.d.sync += favour_second.eq(0)
-    return grant_first, grant_second
+    Each requester's request (its `fields`, `addr` among them) is registered into its own
+    slot. Every cycle decides what the head holds on the next: the test port's request
+    (`test`: its fields) when `test_uses`, else the full slot to serve, round-robin (a
+    lone full slot, or under contention the one not served most recently), else nothing
+    (all fields 0: no byte enabled). A slot is `served` on a cycle the head holds its
+    request; a requester's `ready` is that its slot is empty or served. Both are
+    registers, so no combinational path runs from one pipe through the arbitration into
+    the other, or from the test port into a pipe, and the memory's inputs are registers
+    (`head`, and `head_addrs`: the address, a copy per memory part)."""
+
+    def __init__(self, m, name, requesters, fields, test, test_uses, parts):
+        full = [Signal(name=f"{name}_slot{k}_full") for k in range(2)]
+        self.served = [Signal(name=f"{name}_slot{k}_served") for k in range(2)]
+        slots = [{field: Signal.like(getattr(requesters[0], field), reset_less=True,
+                                     name=f"{name}_slot{k}_{field}") for field in fields}
+                 for k in range(2)]
+        favour_second = Signal(name=f"{name}_favour_second")
+        readies = [~is_full | served for is_full, served in zip(full, self.served)]
+        full_next = [Mux(ready, requester.valid, is_full)
+                     for ready, requester, is_full in zip(readies, requesters, full)]
+        favour_next = Mux(self.served[0], 1, Mux(self.served[1], 0, favour_second))
+        m.d.sync += [is_full.eq(value) for is_full, value in zip(full, full_next)]
+        m.d.sync += favour_second.eq(favour_next)
+        for ready, requester, slot in zip(readies, requesters, slots):
+            m.d.comb += requester.ready.eq(ready)
+            with m.If(ready):
+                m.d.sync += [slot[field].eq(getattr(requester, field)) for field in fields]
+
+        # Slot 1 is the one to serve next unless slot 0 is full and goes first.
+        second_next = ~full_next[0] | (full_next[1] & favour_next)
+        m.d.sync += [self.served[0].eq(~test_uses & full_next[0] & ~second_next),
+                     self.served[1].eq(~test_uses & full_next[1] & second_next)]
+
+        # The head's source, as selects shared by all its bits. Kept as nets: folded into
+        # each bit's logic they would make every bit a function of the whole handshake.
+        selects = {"test": test_uses, "any": full_next[0] | full_next[1],
+                   "second": second_next, "request": Mux(second_next, readies[1], readies[0])}
+        kept = {}
+        for key, value in selects.items():
+            kept[key] = Signal(name=f"{name}_head_{key}", attrs={"keep": 1})
+            m.d.comb += kept[key].eq(value)
+
+        def upcoming(field):
+            """`field` of what the head holds next."""
+            requests = [getattr(requester, field) for requester in requesters]
+            held = [slot[field] for slot in slots]
+            from_slot = Mux(kept["request"], Mux(kept["second"], requests[1], requests[0]),
+                            Mux(kept["second"], held[1], held[0]))
+            return Mux(kept["test"], test[field], Mux(kept["any"], from_slot, 0))
+
+        self.head_addrs = _address_copies(requesters[0].addr, f"{name}_head_addr", parts)
+        self.head = {field: Signal.like(getattr(requesters[0], field), reset_less=True,
+                                        name=f"{name}_head_{field}")
+                     for field in fields if field != "addr"}
+        m.d.sync += [addr.eq(upcoming("addr")) for addr in self.head_addrs]
+        m.d.sync += [reg.eq(upcoming(field)) for field, reg in self.head.items()]
 
 
 class UnifiedBuffer(wiring.Component):
@@ -68,21 +120,25 @@ class UnifiedBuffer(wiring.Component):
     each a `UbReadSignature`; `rdata` is common to both requesters, `rvalid` goes to the
     one that asked.
 
-    Request stage: an accepted request is registered and reaches the memory one cycle later,
-    so the memory's address, data and enables, which fan out to every block RAM of a large
-    UB, come from registers rather than from the arbitration; the memory's output is
-    registered too. A write accepted on cycle t is stored at the end of t+1; a read accepted
-    on t reads the memory on t+1 and has `rdata`/`rvalid` on t+3. Both are later by a cycle
-    for each cycle the test port takes that memory port (the request waits in the stage
-    meanwhile, and no new request is accepted), so requests are served in the order they
-    were accepted.
+    Request slots and head (`_RequestSlots`), separately for the write port and the read
+    port: each requester has a one-request slot, an accepted request is registered in it,
+    and the memory takes its request from head registers, loaded a cycle ahead with the
+    request it will serve, so the memory's address, data and enables, which fan out to
+    every block RAM of a large UB, come straight from registers; its output is registered
+    too (`BlockRam`). A slot is served the cycle after its request was accepted, or later
+    by a cycle for each cycle the other slot goes first or the test port has the head: a
+    write is stored at the end of the cycle its slot is served, a read reads the memory
+    then and has `rdata`/`rvalid` two cycles later. So a lone requester's write accepted
+    on t is stored at the end of t+1, its read has its word on t+3, and each requester's
+    requests are served in the order they were accepted.
 
-    Arbitration, separately for the write port and the read port, every cycle: the `test`
-    port bypasses the stage and wins whenever it uses that port (`we` / `re`); otherwise
-    the two requesters are served round-robin (`_round_robin`): a lone requester gets every
-    cycle, so each pipe sees full rate, one word per cycle, when it is alone; two
-    requesters asking every cycle get alternate cycles. `ready` is combinational from the
-    requests, the stage and the test port.
+    Arbitration, every cycle, for the head of the next: the `test` port wins whenever it
+    uses that port (`we` / `re`: its write is stored at the end of the next cycle, its
+    read has its word TEST_READ_LATENCY cycles later); otherwise the full slots are
+    served round-robin: a lone requester gets every cycle, so each pipe sees full rate,
+    one word per cycle, when it is alone; two requesters asking every cycle get alternate
+    cycles (both are accepted on the cycle the second starts, one into each slot).
+    `ready` is a register: a requester is ready while its slot is empty or being served.
 
     A read of the memory in the same cycle as a write of the same word returns the old word
     (the read port is not transparent): correctly synchronised pipes never touch the same
@@ -105,79 +161,44 @@ class UnifiedBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # The word is stored as HALVES memories side by side, each with its own copy of
-        # the staged addresses, so no address net drives every block RAM of a large UB.
-        lane_bits = 8 * self.width_bytes // HALVES
-        mems = [Memory(shape=lane_bits, depth=self.size // self.width_bytes, init=[])
-                for _ in range(HALVES)]
+        mems = [BlockRam(PART_BYTES, self.size // self.width_bytes)
+                for _ in range(part_count(self.width_bytes))]
         for k, mem in enumerate(mems):
             m.submodules[f"memory{k}"] = mem
-        self._write_side(m, [mem.write_port(granularity=8) for mem in mems])
-        self._read_side(m, [mem.read_port() for mem in mems])
+        self._write_side(m, mems)
+        self._read_side(m, mems)
         return m
 
-    def _write_side(self, m, ports):
-        test, first, second = self.test, self.mte2_wr, self.v_wr
-        staged = Signal(name="write_staged")
-        addrs = _address_copies(first.addr, "write_addr")
-        data = Signal.like(first.data, name="write_data")
-        strb = Signal.like(first.strb, name="write_strb")
-        waits = staged & test.we
-        grant_first, grant_second = _round_robin(m, "write", (first.valid, second.valid),
-                                                 blocked=waits)
-        m.d.comb += [first.ready.eq(grant_first), second.ready.eq(grant_second)]
-        with m.If(~waits):
-            m.d.sync += [
-                staged.eq(grant_first | grant_second),
-                data.eq(Mux(grant_second, second.data, first.data)),
-                strb.eq(Mux(grant_second, second.strb, first.strb)),
-            ]
-            m.d.sync += [addr.eq(Mux(grant_second, second.addr, first.addr)) for addr in addrs]
-        for k, (port, addr) in enumerate(zip(ports, addrs)):
-            lane_bytes = len(port.en)
-            bytes_ = slice(k * lane_bytes, (k + 1) * lane_bytes)
+    def _write_side(self, m, mems):
+        test = self.test
+        slots = _RequestSlots(m, "write", (self.mte2_wr, self.v_wr), ("addr", "data", "strb"),
+                              {"addr": test.addr, "data": test.wdata, "strb": test.wstrb},
+                              test_uses=test.we, parts=len(mems))
+        for k, (mem, addr) in enumerate(zip(mems, slots.head_addrs)):
             m.d.comb += [
-                port.addr.eq(Mux(test.we, test.addr, addr)),
-                port.data.eq(Mux(test.we, test.wdata, data).word_select(k, len(port.data))),
+                mem.w_addr.eq(addr),
+                mem.w_data.eq(slots.head["data"].word_select(k, len(mem.w_data))),
+                mem.w_en.eq(slots.head["strb"].word_select(k, len(mem.w_en))),
             ]
-            with m.If(test.we):
-                m.d.comb += port.en.eq(test.wstrb[bytes_])
-            with m.Elif(staged):
-                m.d.comb += port.en.eq(strb[bytes_])
 
-    def _read_side(self, m, ports):
-        test, first, second = self.test, self.mte3_rd, self.v_rd
-        staged = Signal(name="read_staged")
-        for_second = Signal(name="read_for_second")
-        addrs = _address_copies(first.addr, "read_addr")
-        waits = staged & test.re
-        grant_first, grant_second = _round_robin(m, "read", (first.valid, second.valid),
-                                                 blocked=waits)
-        m.d.comb += [first.ready.eq(grant_first), second.ready.eq(grant_second)]
-        with m.If(~waits):
-            m.d.sync += [
-                staged.eq(grant_first | grant_second),
-                for_second.eq(grant_second),
-            ]
-            m.d.sync += [addr.eq(Mux(grant_second, second.addr, first.addr)) for addr in addrs]
-        served = staged & ~test.re
-        # The blocks' output is registered once, each bit by its block, and every reader
-        # takes the word from that register: a block's clock-to-out is most of a cycle and
-        # the blocks are spread over the device, so the routing to the readers needs a
-        # cycle of its own.
-        word = Signal(8 * self.width_bytes, name="read_word")
-        m.d.sync += word.eq(Cat(port.data for port in ports))
-        # The ports read on every cycle (their enable is 1): an enable would put the
-        # request logic in front of every block RAM.
-        m.d.comb += [port.addr.eq(Mux(test.re, test.addr, addr))
-                     for port, addr in zip(ports, addrs)]
+    def _read_side(self, m, mems):
+        test = self.test
+        first, second = self.mte3_rd, self.v_rd
+        slots = _RequestSlots(m, "read", (first, second), ("addr",), {"addr": test.addr},
+                              test_uses=test.re, parts=len(mems))
+        # The memories read on every cycle (no enable in front of their blocks) and
+        # register their output, so every reader takes the word from a register: a
+        # block's clock-to-out is most of a cycle and the blocks are spread over the
+        # device, so the routing to the readers needs a cycle of its own.
+        m.d.comb += [mem.r_addr.eq(addr) for mem, addr in zip(mems, slots.head_addrs)]
+        word = Cat(mem.r_data for mem in mems)
         m.d.comb += [
             first.rdata.eq(word),
             second.rdata.eq(word),
             test.rdata.eq(word),
         ]
         landing = [Signal(name=f"read_landing{k}") for k in range(2)]
-        m.d.sync += [landing[0].eq(served & ~for_second),
-                     landing[1].eq(served & for_second),
+        m.d.sync += [landing[0].eq(slots.served[0]),
+                     landing[1].eq(slots.served[1]),
                      first.rvalid.eq(landing[0]),
                      second.rvalid.eq(landing[1])]

@@ -1,11 +1,11 @@
-"""hdl.ub.UnifiedBuffer: byte-enable writes, round-robin arbitration, the request stage,
+"""hdl.ub.UnifiedBuffer: byte-enable writes, round-robin arbitration, the request slots,
 test-port priority."""
 
 import random
 
 from amaranth.back import verilog
 
-from hdl.ub import UnifiedBuffer
+from hdl.ub import TEST_READ_LATENCY, UnifiedBuffer
 from hdl_helpers import run_sim
 
 WIDTH = 32
@@ -19,80 +19,91 @@ def merge(old, data, strb):
     return (old & ~mask) | (data & mask)
 
 
-class StagedBuffer:
-    """The documented behaviour, cycle by cycle: round-robin grants into a one-request
-    stage per memory port; the test port bypasses the stage and holds a staged request
-    back; a read sees the memory before that cycle's write, and its word shows a cycle
-    after the read (the output register)."""
+class SlottedBuffer:
+    """The documented behaviour, cycle by cycle, per memory port: a one-request slot per
+    requester and a head register holding the next cycle's request for the memory: the
+    test port's, else a full slot's, round-robin. A read sees the memory before that
+    cycle's write, and its word shows two cycles after the read (the output register)."""
 
     def __init__(self):
         self.memory = [0] * WORDS
-        self.favour = {"write": 0, "read": 0}   # 1: the second requester wins a conflict
-        self.staged = {"write": None, "read": None}
+        self.favour = {"write": 0, "read": 0}   # 1: the second slot wins a conflict
+        self.slots = {"write": [None, None], "read": [None, None]}
+        self.head = {"write": None, "read": None}   # ("test" or slot number, fields)
         self.rvalid = {}                        # requester -> word shown on rdata now
         self.test_read = None                   # the word the test port shows now
         self.landing = ({}, None)               # the same, shown on the next cycle
 
-    def grants(self, side, valid, test_uses):
-        """Which requester (0, 1 or None) the `side` port accepts this cycle."""
-        if self.staged[side] is not None and test_uses:
-            return None
-        v0, v1 = valid
-        favour = self.favour[side]
-        grant = 0 if v0 and (not v1 or not favour) else 1 if v1 and (not v0 or favour) else None
-        if grant is not None:
-            self.favour[side] = 1 - grant
-        return grant
+    def served(self, side):
+        head = self.head[side]
+        return None if head is None or head[0] == "test" else head[0]
 
-    def cycle(self, write_grant, read_grant, test):
-        """One clock edge. `*_grant`: the accepted request (requester, fields) or None;
+    def ready(self, side):
+        return [slot is None or self.served(side) == k
+                for k, slot in enumerate(self.slots[side])]
+
+    def cycle(self, requests, test):
+        """One clock edge. `requests[side]`: per requester, its request (fields) or None;
         `test`: (we, re, addr, wdata, wstrb)."""
         we, re, addr, wdata, wstrb = test
         self.rvalid, self.test_read = self.landing
         rvalid, test_read = {}, None
-        if re:
-            test_read = self.memory[addr]
-        elif self.staged["read"] is not None:
-            k, read_addr = self.staged["read"]
-            rvalid[k] = self.memory[read_addr]
+        if self.head["read"] is not None:
+            who, read_addr = self.head["read"]
+            if who == "test":
+                test_read = self.memory[read_addr]
+            else:
+                rvalid[who] = self.memory[read_addr]
         self.landing = (rvalid, test_read)
-        if we:
-            self.memory[addr] = merge(self.memory[addr], wdata, wstrb)
-        elif self.staged["write"] is not None:
-            _, write_addr, data, strb = self.staged["write"]
+        if self.head["write"] is not None:
+            _, (write_addr, data, strb) = self.head["write"]
             self.memory[write_addr] = merge(self.memory[write_addr], data, strb)
-        if not (self.staged["read"] is not None and re):
-            self.staged["read"] = read_grant
-        if not (self.staged["write"] is not None and we):
-            self.staged["write"] = write_grant
+        tests = {"write": (addr, wdata, wstrb) if we else None,
+                 "read": addr if re else None}
+        for side in ("write", "read"):
+            ready, served = self.ready(side), self.served(side)
+            if served is not None:
+                self.favour[side] = 1 - served
+            for k in range(2):
+                if ready[k]:
+                    self.slots[side][k] = requests[side][k]
+            first, second = (slot is not None for slot in self.slots[side])
+            pick = 1 if second and (not first or self.favour[side]) else 0 if first else None
+            if tests[side] is not None:
+                self.head[side] = ("test", tests[side])
+            elif pick is not None:
+                self.head[side] = (pick, self.slots[side][pick])
+            else:
+                self.head[side] = None
 
 
 def test_random_traffic_matches_a_byte_model():
-    """All five ports at random every cycle; grants, read data and contents follow a model
-    of the documented arbitration and request stage."""
+    """All five ports at random every cycle; readiness, read data and contents follow a
+    model of the documented arbitration and request slots."""
     rng = random.Random(1)
     dut = UnifiedBuffer(WIDTH, SIZE)
-    model = StagedBuffer()
-    stats = {"contended": 0, "reads": 0, "held": 0}
+    model = SlottedBuffer()
+    stats = {"contended": 0, "reads": 0, "held": 0, "waited": 0}
 
     async def bench(ctx):
         writers = (dut.mte2_wr, dut.v_wr)
         readers = (dut.mte3_rd, dut.v_rd)
         test = dut.test
         for _ in range(3000):
-            req = {}
+            requests = {"write": [None, None], "read": [None, None]}
             for name, group in (("write", writers), ("read", readers)):
                 for k, p in enumerate(group):
                     valid = rng.random() < 0.6
                     addr = rng.randrange(8)            # few words, so reads see writes
                     ctx.set(p.valid, valid)
                     ctx.set(p.addr, addr)
-                    req[(name, k)] = (valid, k, addr)
+                    fields = addr
                     if name == "write":
                         data, strb = rng.getrandbits(8 * WIDTH), rng.getrandbits(WIDTH)
                         ctx.set(p.data, data)
                         ctx.set(p.strb, strb)
-                        req[(name, k)] += (data, strb)
+                        fields = (addr, data, strb)
+                    requests[name][k] = fields if valid else None
             we, re = rng.random() < 0.15, rng.random() < 0.15
             t_addr = rng.randrange(8)
             t_data, t_strb = rng.getrandbits(8 * WIDTH), rng.getrandbits(WIDTH)
@@ -107,24 +118,29 @@ def test_random_traffic_matches_a_byte_model():
             if model.test_read is not None:
                 assert ctx.get(test.rdata) == model.test_read
 
-            accepted = {}
-            for name, group, uses in (("write", writers, we), ("read", readers, re)):
-                valid = (req[(name, 0)][0], req[(name, 1)][0])
-                stats["held"] += model.staged[name] is not None and uses
-                stats["contended"] += all(valid)
-                grant = model.grants(name, valid, uses)
+            for name, group in (("write", writers), ("read", readers)):
+                full = [slot is not None for slot in model.slots[name]]
+                held = model.head[name] is not None and model.head[name][0] == "test"
+                stats["held"] += any(full) and held
+                stats["contended"] += all(full)
+                ready = model.ready(name)
+                stats["waited"] += sum(r is not None and not ok
+                                       for r, ok in zip(requests[name], ready))
                 for k, p in enumerate(group):
-                    assert ctx.get(p.ready) == (grant == k)
-                accepted[name] = None if grant is None else req[(name, grant)][1:]
-            stats["reads"] += accepted["read"] is not None
-            model.cycle(accepted["write"], accepted["read"], (we, re, t_addr, t_data, t_strb))
+                    assert ctx.get(p.ready) == ready[k]
+            stats["reads"] += sum(r is not None and ok for r, ok in
+                                  zip(requests["read"], model.ready("read")))
+            model.cycle(requests, (we, re, t_addr, t_data, t_strb))
             await ctx.tick()
 
     run_sim(dut, bench)
     assert stats["contended"] > 300 and stats["reads"] > 1000 and stats["held"] > 100
+    assert stats["waited"] > 300
 
 
 def test_lone_requesters_get_every_cycle_and_pairs_alternate():
+    """A lone writer is ready every cycle. When a second one starts, both are taken (one
+    into each slot), then they alternate."""
     dut = UnifiedBuffer(WIDTH, SIZE)
     seen = {"lone": [], "pair": []}
 
@@ -158,13 +174,16 @@ def test_lone_requesters_get_every_cycle_and_pairs_alternate():
 
     run_sim(dut, bench)
     assert all(seen["lone"])
-    assert all(a != b for a, b in seen["pair"])
-    assert seen["pair"][::2] == [seen["pair"][0]] * 4
+    first, *alternating = seen["pair"]
+    assert first == (1, 1)
+    assert all(a != b for a, b in alternating)
+    assert alternating[::2] == [alternating[0]] * 4
 
 
-def test_test_port_goes_ahead_of_a_staged_request():
-    """The test port takes the memory ahead of a request waiting in the stage, which holds
-    new requests off until it is served on the next cycle the test port leaves free."""
+def test_test_port_goes_ahead_of_a_waiting_request():
+    """The test port takes the memory, a cycle after it asks, ahead of a request waiting
+    in its slot, which holds new requests off until it is served on the next cycle the
+    test port leaves free."""
     dut = UnifiedBuffer(WIDTH, SIZE)
     ones = (1 << (8 * WIDTH)) - 1
     want = ones & ~0xFFFF | (0xAB << 8)
@@ -175,33 +194,39 @@ def test_test_port_goes_ahead_of_a_staged_request():
                               (test.we, 1), (writer.valid, 1), (writer.addr, 5),
                               (writer.strb, 0b1)):
             ctx.set(signal, value)
-        _, _, ready = await ctx.tick().sample(writer.ready)
-        assert ready                                    # into the empty stage
+        *_, ready = await ctx.tick().sample(writer.ready)
+        assert ready                                    # into the empty slot
         ctx.set(test.wdata, 0xAB << 8)
         ctx.set(test.wstrb, 0b10)
-        _, _, ready = await ctx.tick().sample(writer.ready)
-        assert not ready                                # the staged write waits
+        *_, ready = await ctx.tick().sample(writer.ready)
+        assert not ready                                # the test's first write goes
         ctx.set(test.we, 0)
         ctx.set(writer.valid, 0)
-        await ctx.tick()                                # the staged write: byte 0 = 0
+        *_, ready = await ctx.tick().sample(writer.ready)
+        assert not ready                                # its second
+        *_, ready = await ctx.tick().sample(writer.ready)
+        assert ready                                    # the slot's: byte 0 = 0
 
         ctx.set(test.re, 1)
         ctx.set(reader.valid, 1)
         ctx.set(reader.addr, 5)
-        _, _, ready = await ctx.tick().sample(reader.ready)
+        *_, ready = await ctx.tick().sample(reader.ready)
         assert ready
-        _, _, ready = await ctx.tick().sample(reader.ready)
-        assert not ready                                # the staged read waits
-        assert ctx.get(test.rdata) == want              # two cycles after `re`
+        *_, ready = await ctx.tick().sample(reader.ready)
+        assert not ready                                # the test's read goes first
         ctx.set(test.re, 0)
         ctx.set(reader.valid, 0)
-        assert not ctx.get(reader.rvalid)
-        await ctx.tick()                                # the staged read
-        assert not ctx.get(reader.rvalid)
-        await ctx.tick()
-        assert ctx.get(reader.rvalid) and ctx.get(reader.rdata) == want
-        await ctx.tick()
-        assert not ctx.get(reader.rvalid)
+        *_, ready = await ctx.tick().sample(reader.ready)
+        assert not ready                                # and its second
+        assert ctx.get(test.rdata) == want              # TEST_READ_LATENCY after `re`
+        assert TEST_READ_LATENCY == 3
+        rvalids = []
+        for _ in range(4):
+            *_, rvalid, rdata = await ctx.tick().sample(reader.rvalid, reader.rdata)
+            rvalids.append(rvalid)
+            if rvalid:
+                assert rdata == want
+        assert rvalids == [0, 0, 1, 0]                  # the slot's read, a cycle later
 
     run_sim(dut, bench)
 
