@@ -29,9 +29,8 @@ class UbTestSignature(wiring.Signature):
         })
 
 
-# The word is stored as parts of PART_BYTES bytes side by side, each a BlockRam with its
-# own copy of the addresses, so no address net drives the block RAMs of more than one
-# part (16 DP16KD for profile a5).
+# The word is stored as parts of PART_BYTES bytes side by side, each a BlockRam (16
+# DP16KD for profile a5) given its own copy of the addresses.
 PART_BYTES = 4
 # Cycles from a test port read to its word on `rdata`: the head register, then the
 # memory.
@@ -43,9 +42,10 @@ def part_count(width_bytes):
 
 
 def _address_copies(like, name, count):
-    """`count` registers for one word address, one per memory part. Their initial values
-    differ (nothing is stored or read for them before they are loaded), so synthesis keeps
-    the copies apart instead of merging them into one register."""
+    """`count` registers for one word address, one per memory part, with initial values
+    0, 1, 2, ... (nothing is stored or read for them before they are loaded). Yosys keeps
+    apart only the bits whose initial values differ, so in the ECP5 builds most address
+    bits end up as one register for all parts, a few as two or three."""
     return [Signal.like(like, name=f"{name}{k}", reset_less=True,
                         init=k % (1 << len(like))) for k in range(count)]
 
