@@ -30,10 +30,8 @@ class UbTestSignature(wiring.Signature):
 
 
 # The word is stored as parts of PART_BYTES bytes side by side, each a BlockRam (16
-# DP16KD for profile a5); ADDRESS_COPIES registers hold each address, each driving as
-# many neighbouring parts.
+# DP16KD for profile a5) given its own copy of the addresses.
 PART_BYTES = 4
-ADDRESS_COPIES = 2
 # Cycles from a test port read to its word on `rdata`: the head register, then the
 # memory.
 TEST_READ_LATENCY = 1 + READ_LATENCY
@@ -43,16 +41,13 @@ def part_count(width_bytes):
     return width_bytes // PART_BYTES
 
 
-def _address_copies(like, name, parts):
-    """(the copies, each part's copy) for `parts` memory parts: ADDRESS_COPIES registers,
-    each for as many neighbouring parts. The copies start at all zeros and all ones
-    (nothing is stored or read for them before they are loaded), so every bit's initial
-    value differs and synthesis keeps them apart; Yosys merges flip-flops that load the
-    same value from the same initial value, so two copies is as many as it keeps."""
-    copies = [Signal.like(like, name=f"{name}{k}", reset_less=True,
-                          init=0 if k % 2 == 0 else (1 << len(like)) - 1)
-              for k in range(ADDRESS_COPIES)]
-    return copies, [copies[k * ADDRESS_COPIES // parts] for k in range(parts)]
+def _address_copies(like, name, count):
+    """`count` registers for one word address, one per memory part, with initial values
+    0, 1, 2, ... (nothing is stored or read for them before they are loaded). Yosys keeps
+    apart only the bits whose initial values differ, so in the ECP5 builds most address
+    bits end up as one register for all parts, a few as two or three."""
+    return [Signal.like(like, name=f"{name}{k}", reset_less=True,
+                        init=k % (1 << len(like))) for k in range(count)]
 
 
 class _RequestSlots:
@@ -67,7 +62,7 @@ class _RequestSlots:
     request; a requester's `ready` is that its slot is empty or served. Both are
     registers, so no combinational path runs from one pipe through the arbitration into
     the other, or from the test port into a pipe, and the memory's inputs are registers
-    (`head`, and `head_addrs`: the address register of each memory part)."""
+    (`head`, and `head_addrs`: the address, a copy per memory part)."""
 
     def __init__(self, m, name, requesters, fields, test, test_uses, parts):
         full = [Signal(name=f"{name}_slot{k}_full") for k in range(2)]
@@ -109,12 +104,11 @@ class _RequestSlots:
                             Mux(kept["second"], held[1], held[0]))
             return Mux(kept["test"], test[field], Mux(kept["any"], from_slot, 0))
 
-        copies, self.head_addrs = _address_copies(requesters[0].addr, f"{name}_head_addr",
-                                                   parts)
+        self.head_addrs = _address_copies(requesters[0].addr, f"{name}_head_addr", parts)
         self.head = {field: Signal.like(getattr(requesters[0], field), reset_less=True,
                                         name=f"{name}_head_{field}")
                      for field in fields if field != "addr"}
-        m.d.sync += [addr.eq(upcoming("addr")) for addr in copies]
+        m.d.sync += [addr.eq(upcoming("addr")) for addr in self.head_addrs]
         m.d.sync += [reg.eq(upcoming(field)) for field, reg in self.head.items()]
 
 
