@@ -2,8 +2,8 @@
 registered, as an ECP5 DP16KD holds it inside the block.
 
 Elaborated for `Ecp5Target` (what `make fpga` builds), it is a grid of DP16KD blocks in
-the shape (`Dp16kdShape`) that takes the fewest, the shallowest of those, with the read
-port's output register on (REGMODE OUTREG), so the blocks' slow clock-to-out stays
+the shape (`Dp16kdShape`) that takes the fewest blocks, then the fewest rows, with the
+read port's output register on (REGMODE OUTREG), so the blocks' slow clock-to-out stays
 inside them and nextpnr times a register's clock-to-out instead. A grid of more than one
 row is followed by a mux of its rows, selected by a registered copy of the read address.
 Elaborated for anything else (simulation, the generic Verilog), it is an
@@ -81,7 +81,8 @@ class BlockRam(wiring.Component):
     `r_data` shows it READ_LATENCY edges later, for that cycle. A read of a word written on
     the same cycle returns the old word in the generic form; the ECP5 form leaves it
     undefined (two DP16KD ports at one address), so users must not depend on it.
-    Addresses are taken modulo 2 ** ceil_log2(depth). The contents start zeroed."""
+    Addresses are taken modulo 2 ** ceil_log2(depth); below that, those at or beyond
+    `depth` hold no word. The contents start zeroed."""
 
     def __init__(self, width_bytes, depth):
         self.width_bytes = width_bytes

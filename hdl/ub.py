@@ -148,6 +148,9 @@ class UnifiedBuffer(wiring.Component):
 
     def __init__(self, width_bytes=32, size=PROFILES[DEFAULT_PROFILE].ub_size):
         exact_log2(width_bytes)
+        if width_bytes % PART_BYTES:
+            raise ValueError(f"UB word width must be a multiple of {PART_BYTES} bytes (its "
+                             f"memory parts), not {width_bytes}")
         assert size % width_bytes == 0
         self.width_bytes = width_bytes
         self.size = size

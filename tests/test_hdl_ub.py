@@ -1,8 +1,10 @@
 """hdl.ub.UnifiedBuffer: byte-enable writes, round-robin arbitration, the request slots,
 test-port priority."""
 
+import gc
 import random
 
+import pytest
 from amaranth.back import verilog
 
 from hdl.ub import TEST_READ_LATENCY, UnifiedBuffer
@@ -229,6 +231,13 @@ def test_test_port_goes_ahead_of_a_waiting_request():
         assert rvalids == [0, 0, 1, 0]                  # the slot's read, a cycle later
 
     run_sim(dut, bench)
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_word_widths_that_are_not_whole_memory_parts_are_refused():
+    with pytest.raises(ValueError, match="multiple of 4 bytes"):
+        UnifiedBuffer(2, SIZE)
+    gc.collect()        # the refused object's never-used warning, while it is filtered
 
 
 def test_ub_converts():
