@@ -1,20 +1,26 @@
 """Command intake (32-bit words -> whole commands) and the per-pipe dispatcher."""
 
-from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.hdl import C, Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import MAX_COMMAND_WORDS, OPCODE_BITS, OPS, WORD_BITS, Opcode, Pipe
 
-from .commands import CommandEntry, op_fields
+from .commands import COMMAND_BITS, Command, CommandEntry, op_fields
 from .layouts import CMD_INDEX_BITS
 from .queue import BypassQueue
 
 BAD_OPCODE_BITS = 16
 
 
+class RoutedCommand(data.Struct):
+    """A whole command and the pipe that executes it (isa.op_pipe)."""
+    entry: CommandEntry
+    pipe: Pipe
+
+
 class CommandIntake(wiring.Component):
-    """Assembles command words into whole commands.
+    """Assembles command words into whole commands and names each one's pipe.
 
     The first word of a command carries the opcode, which fixes the command's word count
     (`model.isa.Op.words`); the following words fill the command in order. A first word
@@ -28,12 +34,17 @@ class CommandIntake(wiring.Component):
     `words.ready` follows `commands.ready` for a last word (any other word is always
     taken). Throughput: one word per cycle, also across commands.
 
-    `commands.payload.index` numbers the commands of the stream from 0 since reset;
+    Only a one-word command (a flag) decides its pipe and its end from the word on
+    `words`; a longer command's pipe is decoded from its first word into a register, and
+    whether the next word is its last is a register too, so the path from the intake into
+    the pipes' queues starts at registers (`pipe` always, `valid` but for flags).
+
+    `commands.payload.entry.index` numbers the commands of the stream from 0 since reset;
     dropped words take no number. `busy`: part of a command has come in, so an engine
     that has the first words of a command is not idle.
     """
     words: In(stream.Signature(WORD_BITS))
-    commands: Out(stream.Signature(CommandEntry))
+    commands: Out(stream.Signature(RoutedCommand))
     bad_opcodes: Out(BAD_OPCODE_BITS)
     busy: Out(1)
 
@@ -42,17 +53,22 @@ class CommandIntake(wiring.Component):
         out = self.commands
         word = self.words.payload
         pending = Signal(range(MAX_COMMAND_WORDS))       # words still missing from the command
+        first = Signal(init=1)                           # pending == 0
+        last = Signal()                                  # pending == 1
         position = Signal(range(MAX_COMMAND_WORDS))      # where the next word goes
-        held = Signal.like(out.payload.cmd.raw)          # the command's earlier words
+        held = Signal.like(out.payload.entry.cmd.raw)    # the command's earlier words
+        held_pipe = Signal(Pipe)                         # the pipe of the command in `held`
         next_index = Signal(CMD_INDEX_BITS)
         size = self._word_count(m, word)
-        first = pending == 0
-        completes = Mux(first, size == 1, pending == 1)
+        flag = size == 1
+        completes = Mux(first, flag, last)
+        word_pipe = command_pipe(m, word)
 
-        raw = out.payload.cmd.raw
+        raw = out.payload.entry.cmd.raw
         m.d.comb += [
             out.valid.eq(self.words.valid & completes),
-            out.payload.index.eq(next_index),
+            out.payload.entry.index.eq(next_index),
+            out.payload.pipe.eq(Mux(first, word_pipe, held_pipe)),
             self.words.ready.eq(~completes | out.ready),
             self.busy.eq(~first),
         ]
@@ -66,12 +82,15 @@ class CommandIntake(wiring.Component):
                 with m.If(size == 0):
                     with m.If(self.bad_opcodes != (1 << BAD_OPCODE_BITS) - 1):
                         m.d.sync += self.bad_opcodes.eq(self.bad_opcodes + 1)
-                with m.Else():
+                with m.Elif(~flag):
                     # Assigning the whole value clears the words of the previous command.
-                    m.d.sync += [held.eq(word), pending.eq(size - 1), position.eq(1)]
+                    m.d.sync += [held.eq(word), held_pipe.eq(word_pipe),
+                                 pending.eq(size - 1), position.eq(1),
+                                 first.eq(0), last.eq(size == 2)]
             with m.Else():
                 m.d.sync += [held.word_select(position, WORD_BITS).eq(word),
-                             pending.eq(pending - 1), position.eq(position + 1)]
+                             pending.eq(pending - 1), position.eq(position + 1),
+                             first.eq(last), last.eq(pending == 2)]
         with m.If(out.valid & out.ready):
             m.d.sync += next_index.eq(next_index + 1)
         return m
@@ -87,10 +106,12 @@ class CommandIntake(wiring.Component):
         return size
 
 
-def command_pipe(m, cmd):
-    """The pipe that executes a command (isa.op_pipe): fixed per op, or the flag's own side.
+def command_pipe(m, first_word):
+    """The pipe that executes the command this word starts (isa.op_pipe): fixed per op, or
+    the flag's own side (a flag is one word).
 
     An opcode outside the table maps to EXTERNAL, so it is dropped like a foreign flag."""
+    cmd = Command(Cat(first_word, C(0, COMMAND_BITS - len(first_word))))
     pipe = Signal(Pipe, init=Pipe.EXTERNAL)
     with m.Switch(cmd.opcode):
         for op in OPS:
@@ -108,10 +129,9 @@ ENGINE_PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
 
 
 class Dispatcher(wiring.Component):
-    """Routes each command to a FIFO of the pipe that executes it.
-
-    set_flag runs on its src_pipe, wait_flag on its dst_pipe, every other op on its isa
-    pipe. A flag whose executing side is Pipe.EXTERNAL is accepted and dropped.
+    """Routes each command to a FIFO of the pipe that executes it (`payload.pipe`, which
+    the intake works out: set_flag runs on its src_pipe, wait_flag on its dst_pipe, every
+    other op on its isa pipe). A command for Pipe.EXTERNAL is accepted and dropped.
 
     Each pipe has its own `depth`-entry FIFO, so a pipe that stalls only holds up the
     command stream once its FIFO is full; until then the other pipes keep receiving.
@@ -124,15 +144,14 @@ class Dispatcher(wiring.Component):
     def __init__(self, depth=8):
         self.depth = depth
         super().__init__({
-            "commands": In(stream.Signature(CommandEntry)),
+            "commands": In(stream.Signature(RoutedCommand)),
             **{pipe.name.lower(): Out(stream.Signature(CommandEntry)) for pipe in ENGINE_PIPES},
             "busy": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        entry = self.commands.payload
-        pipe = command_pipe(m, entry.cmd)
+        entry, pipe = self.commands.payload.entry, self.commands.payload.pipe
         # A dropped flag is consumed at once; a routed command waits for its pipe's FIFO.
         m.d.comb += self.commands.ready.eq(pipe == Pipe.EXTERNAL)
         for p in ENGINE_PIPES:

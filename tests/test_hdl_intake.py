@@ -215,10 +215,11 @@ def test_a_command_is_offered_with_its_last_word():
         ctx.set(dut.words.payload, word)
         ctx.set(dut.words.valid, 1)
         assert ctx.get(dut.commands.valid)
-        assert ctx.get(dut.commands.payload.cmd.raw) == command_bits([word])
-        assert ctx.get(dut.commands.payload.index) == 0
+        assert ctx.get(dut.commands.payload.entry.cmd.raw) == command_bits([word])
+        assert ctx.get(dut.commands.payload.entry.index) == 0
+        assert ctx.get(dut.commands.payload.pipe) == Pipe.MTE2
         await ctx.tick()
-        assert ctx.get(dut.commands.payload.index) == 1
+        assert ctx.get(dut.commands.payload.entry.index) == 1
 
     run_sim(dut, producer)
 
