@@ -99,7 +99,7 @@ class Burst(data.Struct):
     beats: MAX_BEATS.bit_length()
     axlen: 8
     length: PAGE_BYTES.bit_length()
-    first: 1            # first burst of its row
+    first: 1            # first burst of its row (a later one has its predecessor's sid)
     last_of_row: 1
     last: 1             # last burst of its command
     sid: SID_BITS
@@ -219,7 +219,8 @@ class BurstIssuer(wiring.Component):
     with another ID waits until every earlier burst has finished, so responses never come
     back out of order. One burst per cycle while neither limit binds; AxVALID rises one
     clock edge after the edge that takes a burst. `bursts.ready` depends only on registers
-    and the offered burst's sid. AxLOCK, AxPROT and AxQOS stay 0 (normal, secure,
+    and a first burst's sid: a burst that is not its row's first must have the sid of the
+    burst taken before it (as BurstSplitter's bursts do). AxLOCK, AxPROT and AxQOS stay 0 (normal, secure,
     unprivileged data access without a QoS hint).
     """
 
@@ -268,7 +269,9 @@ class BurstIssuer(wiring.Component):
         any_unfinished = Signal()
         below_limit = Signal(init=1)
         b = self.bursts
-        fence = any_unfinished & (b.payload.sid != last_id)
+        # A row's later bursts follow its first with the same sid, so only a first burst
+        # can meet the fence: `bursts.ready` then needs no compare of a later burst's sid.
+        fence = any_unfinished & b.payload.first & (b.payload.sid != last_id)
         take = Signal()
         m.d.comb += [
             b.ready.eq(a_fifo.w_rdy & below_limit & ~fence),
