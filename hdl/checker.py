@@ -17,7 +17,7 @@ from .arith import compress
 from .commands import op_layout
 from .layouts import CACHE_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS
 from .multiplier import OPERAND_BITS, RegisteredMultiplier
-from .regfile import registers_layout
+from .regfile import counts_less_one_layout, registers_layout
 
 COPY_KINDS = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM, Opcode.COPY_UBUF_TO_UBUF)
 # (source address field, destination address field) of each copy.
@@ -51,6 +51,7 @@ def request_layout(kind):
     members = {"fields": op_layout(op)}
     if has_loops(kind):
         members["regs"] = registers_layout(op.pipe)
+        members["counts_less_one"] = counts_less_one_layout(op.pipe)
     return data.StructLayout(members)
 
 
@@ -218,7 +219,8 @@ class CopyChecker(wiring.Component):
     `kind` is the copy's Opcode; `profile` an isa Profile or its name (UB size, f8 types).
 
     request: `request_layout(kind)`: {fields: the op's struct (commands.op_layout),
-    regs: the pipe's register snapshot (MTE2/MTE3 only)}.
+    regs: the pipe's register snapshot, counts_less_one: its loop counts less one (both
+    MTE2/MTE3 only)}.
     result: `checked_copy_layout(kind)`: {error, geom, sid, cache, pad_val}; `error` is the
     first rule broken (model.rules.check_copy) or NONE, `geom` as model.rules.geometry
     plus es, select, empty (any count or len_burst 0), n_burst_many / loop1_count_many /
@@ -459,10 +461,10 @@ class CopyChecker(wiring.Component):
             # stride in bytes (22 bits) would take two and an adder level more.
             lines = fields.len_burst + fields[f"{side}_gap"]
             return [("n_burst", minus_one(fields.n_burst), lines, LINE_SHIFT)]
-        regs = incoming.regs
+        regs, less_one = incoming.regs, incoming.counts_less_one
         return [("n_burst", minus_one(fields.n_burst), fields[f"{side}_stride"], 0),
-                ("loop1", minus_one(regs.loop1_count), regs[f"loop1_{side}_stride"], 0),
-                ("loop2", minus_one(regs.loop2_count), regs[f"loop2_{side}_stride"], 0)]
+                ("loop1", less_one.loop1_count, regs[f"loop1_{side}_stride"], 0),
+                ("loop2", less_one.loop2_count, regs[f"loop2_{side}_stride"], 0)]
 
     def _rules(self, m, held, derived, geom, ends):
         """{ErrorCode: (condition, stage it is ready)} for every rule of this kind."""

@@ -119,7 +119,8 @@ class PipeController(wiring.Component):
         regfile = self._registers(m, entry)
         m.d.comb += checker.request.payload.fields.eq(op_fields(entry.cmd, self.kind))
         if regfile is not None:
-            m.d.comb += checker.request.payload.regs.eq(regfile.snapshot)
+            m.d.comb += [checker.request.payload.regs.eq(regfile.snapshot),
+                         checker.request.payload.counts_less_one.eq(regfile.counts_less_one)]
         m.d.comb += [checking.w_data.eq(entry.index),
                      checking.w_en.eq(checker.request.valid & checker.request.ready)]
         self._fetch(m, entry, regfile, idle, checker, finished)

@@ -7,6 +7,7 @@ import pytest
 from amaranth.back import verilog
 
 from hdl.checker import COPY_KINDS, LOOP_COUNTS, CopyChecker, has_loops
+from hdl.regfile import counts_less_one
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFILES, ErrorCode,
                        Opcode)
 from model.rules import check_copy, geometry
@@ -34,6 +35,7 @@ def request_payload(kind, values, regs):
     payload = {"fields": {"opcode": kind, **values}}
     if has_loops(kind):
         payload["regs"] = regs
+        payload["counts_less_one"] = counts_less_one(OP_BY_OPCODE[kind].pipe, regs)
     return payload
 
 

@@ -8,7 +8,7 @@ from amaranth.back import verilog
 from hdl.commands import command_bits
 from hdl.flags import EventFlags
 from hdl.intake import ENGINE_PIPES
-from hdl.regfile import PipeRegisters
+from hdl.regfile import COUNT_REGISTERS, PipeRegisters, counts_less_one
 from hdl_helpers import run_sim
 from model.isa import (EVENT_ID_BITS, OPS, PIPE_REGISTERS, REGISTER_WRITES, Pipe,
                        apply_register_write, encode, reset_registers)
@@ -22,7 +22,11 @@ def test_registers_reset_and_writes(pipe):
 
     def snapshot(ctx):
         value = ctx.get(dut.snapshot)
-        return {r.name: getattr(value, r.name) for r in PIPE_REGISTERS[pipe]}
+        regs = {r.name: getattr(value, r.name) for r in PIPE_REGISTERS[pipe]}
+        less_one = ctx.get(dut.counts_less_one)
+        assert {name: getattr(less_one, name) for name in COUNT_REGISTERS} == \
+            counts_less_one(pipe, regs)
+        return regs
 
     async def bench(ctx):
         assert snapshot(ctx) == model
