@@ -1,7 +1,7 @@
 """The CSR front end: an AXI4-Lite slave through which a CPU drives the engine.
 
 The registers are those of `hdl.regmap`. One write and one read are handled at a time; a
-read takes 3 + TEST_READ_LATENCY cycles (address, the UB request, the UB's slot and read,
+read takes 3 + TEST_READ_LATENCY cycles (address, the UB request, the UB's head and read,
 the UB word's lane into a register, then data) so that UB_DATA can read the UB's
 synchronous port like any other register and the lane select ends in a register before
 the read mux. A write to CMD waits (AWREADY/WREADY low) while the command FIFO is full,

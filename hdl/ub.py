@@ -45,20 +45,18 @@ class _RequestSlots:
     a slot for the test port, served first.
 
     Each requester's request (its `fields`, `addr` among them) is registered into its own
-    slot, and the test port's request (`test`: its fields) into the test slot (but its
-    address) on every cycle. Every cycle decides which slot is served on the next: the test slot after a
+    slot, and the test port's request (`test`: its fields) into the test slot on every
+    cycle. Every cycle decides which slot is served on the next: the test slot after a
     cycle that `test_uses`, else the full slot to serve, round-robin (a lone full slot,
     or under contention the one not served most recently), else none. A slot is `served`
     on the cycle the memory takes its request; a requester's `ready` is that its slot is
     empty or served. Both are registers, so no combinational path runs from one pipe
     through the arbitration into the other, or from the test port into a pipe.
 
-    What the memory takes: `addr`, a register loaded a cycle ahead with the address of
-    the request it takes next (the address reaches every block RAM, so it must come
-    straight from a flip-flop), and `request`, each other field of the served slot,
-    picked by the `served` registers themselves (each of these bits reaches only its own
-    part's blocks, so a mux after registers fits, and no handshake logic lies in series);
-    `enable` (a field) is 0 while no slot is served."""
+    `request` is what the memory takes: each field of the served slot, picked by the
+    `served` registers themselves, so the memory's inputs are registers and a mux, with
+    nothing of a handshake in between; `enable` (a field) is 0 while no slot is
+    served."""
 
     def __init__(self, m, name, requesters, fields, test, test_uses, enable=None):
         full = [Signal(name=f"{name}_slot{k}_full") for k in range(2)]
@@ -83,29 +81,19 @@ class _RequestSlots:
         m.d.sync += [self.served[0].eq(~test_uses & full_next[0] & ~second_next),
                      self.served[1].eq(~test_uses & full_next[1] & second_next)]
 
-        # The address, shared by every block RAM, is a register loaded a cycle ahead, so
-        # it reaches them all straight from a flip-flop: the address of the request the
-        # memory takes next.
-        self.addr = Signal.like(requesters[0].addr, name=f"{name}_addr", reset_less=True)
-        from_slot = [Mux(ready, requester.addr, slot["addr"])
-                     for ready, requester, slot in zip(readies, requesters, slots)]
-        m.d.sync += self.addr.eq(Mux(test_uses, test["addr"],
-                                     Mux(second_next, from_slot[1], from_slot[0])))
-
-        # The other fields reach only their own part's blocks: each is the served slot's,
-        # picked by the `served` registers themselves, after a test slot of its own.
         test_served = Signal(name=f"{name}_test_served")
+        test_slot = {field: Signal.like(test[field], reset_less=True,
+                                        name=f"{name}_test_slot_{field}") for field in fields}
         m.d.sync += test_served.eq(test_uses)
+        m.d.sync += [test_slot[field].eq(test[field]) for field in fields]
 
         def served_field(field):
-            test_slot = Signal.like(test[field], reset_less=True, name=f"{name}_test_{field}")
-            m.d.sync += test_slot.eq(test[field])
             from_slots = Mux(self.served[1], slots[1][field], slots[0][field])
             if field == enable:
                 from_slots = Mux(self.served[0] | self.served[1], from_slots, 0)
-            return Mux(test_served, test_slot, from_slots)
+            return Mux(test_served, test_slot[field], from_slots)
 
-        self.request = {field: served_field(field) for field in fields if field != "addr"}
+        self.request = {field: served_field(field) for field in fields}
 
 
 class UnifiedBuffer(wiring.Component):
@@ -118,11 +106,10 @@ class UnifiedBuffer(wiring.Component):
 
     Request slots (`_RequestSlots`), separately for the write port and the read port: each
     requester has a one-request slot, an accepted request is registered in it, and the
-    memory takes its data and enables from the slot being served, through a mux whose
-    selects are registers too (`served`), and its address, which reaches every block RAM
-    of a large UB, from a register loaded a cycle ahead, so neither waits on the
-    requesters' handshakes in the cycle the memory takes them; the memory's output is
-    registered too (`BlockRam`). A slot is
+    memory takes its request from the slot being served, through a mux whose selects are
+    registers too (`served`), so nothing between the requesters' handshakes and the
+    memory's address, data and enables, which reach every block RAM of a large UB, has to
+    fit in the same cycle; the memory's output is registered too (`BlockRam`). A slot is
     served the cycle after its request was accepted, or later by a cycle for each cycle
     the other slot goes first or the test port is served: a write is stored at the end of
     the cycle its slot is served, a read reads the memory then and has `rdata`/`rvalid`
@@ -179,7 +166,7 @@ class UnifiedBuffer(wiring.Component):
         request = slots.request
         for k, mem in enumerate(mems):
             m.d.comb += [
-                mem.w_addr.eq(slots.addr),
+                mem.w_addr.eq(request["addr"]),
                 mem.w_data.eq(request["data"].word_select(k, len(mem.w_data))),
                 mem.w_en.eq(request["strb"].word_select(k, len(mem.w_en))),
             ]
@@ -193,7 +180,7 @@ class UnifiedBuffer(wiring.Component):
         # register their output, so every reader takes the word from a register: a
         # block's clock-to-out is most of a cycle and the blocks are spread over the
         # device, so the routing to the readers needs a cycle of its own.
-        m.d.comb += [mem.r_addr.eq(slots.addr) for mem in mems]
+        m.d.comb += [mem.r_addr.eq(slots.request["addr"]) for mem in mems]
         word = Cat(mem.r_data for mem in mems)
         m.d.comb += [
             first.rdata.eq(word),
