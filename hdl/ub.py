@@ -30,9 +30,10 @@ class UbTestSignature(wiring.Signature):
 
 
 # The word is stored as parts of PART_BYTES bytes side by side, each a BlockRam (16
-# DP16KD for profile a5).
+# DP16KD for profile a5) given its own copy of the addresses.
 PART_BYTES = 4
-# Cycles from a test port read to its word on `rdata`: its slot, then the memory.
+# Cycles from a test port read to its word on `rdata`: the head register, then the
+# memory.
 TEST_READ_LATENCY = 1 + READ_LATENCY
 
 
@@ -40,25 +41,30 @@ def part_count(width_bytes):
     return width_bytes // PART_BYTES
 
 
+def _address_copies(like, name, count):
+    """`count` registers for one word address, one per memory part, with initial values
+    0, 1, 2, ... (nothing is stored or read for them before they are loaded). Yosys keeps
+    apart only the bits whose initial values differ, so in the ECP5 builds most address
+    bits end up as one register for all parts, a few as two or three."""
+    return [Signal.like(like, name=f"{name}{k}", reset_less=True,
+                        init=k % (1 << len(like))) for k in range(count)]
+
+
 class _RequestSlots:
-    """A one-request slot per requester in front of a memory port, served round-robin, and
-    a slot for the test port, served first.
+    """A one-request slot per requester in front of a memory port, served round-robin,
+    and the head: the registers the memory takes its request from.
 
     Each requester's request (its `fields`, `addr` among them) is registered into its own
-    slot, and the test port's request (`test`: its fields) into the test slot on every
-    cycle. Every cycle decides which slot is served on the next: the test slot after a
-    cycle that `test_uses`, else the full slot to serve, round-robin (a lone full slot,
-    or under contention the one not served most recently), else none. A slot is `served`
-    on the cycle the memory takes its request; a requester's `ready` is that its slot is
-    empty or served. Both are registers, so no combinational path runs from one pipe
-    through the arbitration into the other, or from the test port into a pipe.
+    slot. Every cycle decides what the head holds on the next: the test port's request
+    (`test`: its fields) when `test_uses`, else the full slot to serve, round-robin (a
+    lone full slot, or under contention the one not served most recently), else nothing
+    (all fields 0: no byte enabled). A slot is `served` on a cycle the head holds its
+    request; a requester's `ready` is that its slot is empty or served. Both are
+    registers, so no combinational path runs from one pipe through the arbitration into
+    the other, or from the test port into a pipe, and the memory's inputs are registers
+    (`head`, and `head_addrs`: the address, a copy per memory part)."""
 
-    `request` is what the memory takes: each field of the served slot, picked by the
-    `served` registers themselves, so the memory's inputs are registers and a mux, with
-    nothing of a handshake in between; `enable` (a field) is 0 while no slot is
-    served."""
-
-    def __init__(self, m, name, requesters, fields, test, test_uses, enable=None):
+    def __init__(self, m, name, requesters, fields, test, test_uses, parts):
         full = [Signal(name=f"{name}_slot{k}_full") for k in range(2)]
         self.served = [Signal(name=f"{name}_slot{k}_served") for k in range(2)]
         slots = [{field: Signal.like(getattr(requesters[0], field), reset_less=True,
@@ -81,19 +87,29 @@ class _RequestSlots:
         m.d.sync += [self.served[0].eq(~test_uses & full_next[0] & ~second_next),
                      self.served[1].eq(~test_uses & full_next[1] & second_next)]
 
-        test_served = Signal(name=f"{name}_test_served")
-        test_slot = {field: Signal.like(test[field], reset_less=True,
-                                        name=f"{name}_test_slot_{field}") for field in fields}
-        m.d.sync += test_served.eq(test_uses)
-        m.d.sync += [test_slot[field].eq(test[field]) for field in fields]
+        # The head's source, as selects shared by all its bits. Kept as nets: folded into
+        # each bit's logic they would make every bit a function of the whole handshake.
+        selects = {"test": test_uses, "any": full_next[0] | full_next[1],
+                   "second": second_next, "request": Mux(second_next, readies[1], readies[0])}
+        kept = {}
+        for key, value in selects.items():
+            kept[key] = Signal(name=f"{name}_head_{key}", attrs={"keep": 1})
+            m.d.comb += kept[key].eq(value)
 
-        def served_field(field):
-            from_slots = Mux(self.served[1], slots[1][field], slots[0][field])
-            if field == enable:
-                from_slots = Mux(self.served[0] | self.served[1], from_slots, 0)
-            return Mux(test_served, test_slot[field], from_slots)
+        def upcoming(field):
+            """`field` of what the head holds next."""
+            requests = [getattr(requester, field) for requester in requesters]
+            held = [slot[field] for slot in slots]
+            from_slot = Mux(kept["request"], Mux(kept["second"], requests[1], requests[0]),
+                            Mux(kept["second"], held[1], held[0]))
+            return Mux(kept["test"], test[field], Mux(kept["any"], from_slot, 0))
 
-        self.request = {field: served_field(field) for field in fields}
+        self.head_addrs = _address_copies(requesters[0].addr, f"{name}_head_addr", parts)
+        self.head = {field: Signal.like(getattr(requesters[0], field), reset_less=True,
+                                        name=f"{name}_head_{field}")
+                     for field in fields if field != "addr"}
+        m.d.sync += [addr.eq(upcoming("addr")) for addr in self.head_addrs]
+        m.d.sync += [reg.eq(upcoming(field)) for field, reg in self.head.items()]
 
 
 class UnifiedBuffer(wiring.Component):
@@ -104,26 +120,24 @@ class UnifiedBuffer(wiring.Component):
     each a `UbReadSignature`; `rdata` is common to both requesters, `rvalid` goes to the
     one that asked.
 
-    Request slots (`_RequestSlots`), separately for the write port and the read port: each
-    requester has a one-request slot, an accepted request is registered in it, and the
-    memory takes its request from the slot being served, through a mux whose selects are
-    registers too (`served`), so nothing between the requesters' handshakes and the
-    memory's address, data and enables, which reach every block RAM of a large UB, has to
-    fit in the same cycle; the memory's output is registered too (`BlockRam`). A slot is
-    served the cycle after its request was accepted, or later by a cycle for each cycle
-    the other slot goes first or the test port is served: a write is stored at the end of
-    the cycle its slot is served, a read reads the memory then and has `rdata`/`rvalid`
-    two cycles later. So a lone requester's write accepted on t is stored at the end of
-    t+1, its read has its word on t+3, and each requester's requests are served in the
-    order they were accepted.
+    Request slots and head (`_RequestSlots`), separately for the write port and the read
+    port: each requester has a one-request slot, an accepted request is registered in it,
+    and the memory takes its request from head registers, loaded a cycle ahead with the
+    request it will serve, so the memory's address, data and enables, which fan out to
+    every block RAM of a large UB, come straight from registers; its output is registered
+    too (`BlockRam`). A slot is served the cycle after its request was accepted, or later
+    by a cycle for each cycle the other slot goes first or the test port has the head: a
+    write is stored at the end of the cycle its slot is served, a read reads the memory
+    then and has `rdata`/`rvalid` two cycles later. So a lone requester's write accepted
+    on t is stored at the end of t+1, its read has its word on t+3, and each requester's
+    requests are served in the order they were accepted.
 
-    Arbitration, every cycle, for the slot served on the next: the `test` port wins
-    whenever it uses that port (`we` / `re`: its write is stored at the end of the next
-    cycle, its read has its word TEST_READ_LATENCY cycles later); otherwise the full slots
-    are served round-robin: a lone requester gets every cycle, so each pipe sees full
-    rate, one word per cycle, when it is alone; two requesters asking every cycle get
-    alternate cycles (both are accepted on the cycle the second starts, one into each
-    slot).
+    Arbitration, every cycle, for the head of the next: the `test` port wins whenever it
+    uses that port (`we` / `re`: its write is stored at the end of the next cycle, its
+    read has its word TEST_READ_LATENCY cycles later); otherwise the full slots are
+    served round-robin: a lone requester gets every cycle, so each pipe sees full rate,
+    one word per cycle, when it is alone; two requesters asking every cycle get alternate
+    cycles (both are accepted on the cycle the second starts, one into each slot).
     `ready` is a register: a requester is ready while its slot is empty or being served.
 
     A read of the memory in the same cycle as a write of the same word returns the old word
@@ -162,25 +176,24 @@ class UnifiedBuffer(wiring.Component):
         test = self.test
         slots = _RequestSlots(m, "write", (self.mte2_wr, self.v_wr), ("addr", "data", "strb"),
                               {"addr": test.addr, "data": test.wdata, "strb": test.wstrb},
-                              test_uses=test.we, enable="strb")
-        request = slots.request
-        for k, mem in enumerate(mems):
+                              test_uses=test.we, parts=len(mems))
+        for k, (mem, addr) in enumerate(zip(mems, slots.head_addrs)):
             m.d.comb += [
-                mem.w_addr.eq(request["addr"]),
-                mem.w_data.eq(request["data"].word_select(k, len(mem.w_data))),
-                mem.w_en.eq(request["strb"].word_select(k, len(mem.w_en))),
+                mem.w_addr.eq(addr),
+                mem.w_data.eq(slots.head["data"].word_select(k, len(mem.w_data))),
+                mem.w_en.eq(slots.head["strb"].word_select(k, len(mem.w_en))),
             ]
 
     def _read_side(self, m, mems):
         test = self.test
         first, second = self.mte3_rd, self.v_rd
         slots = _RequestSlots(m, "read", (first, second), ("addr",), {"addr": test.addr},
-                              test_uses=test.re)
+                              test_uses=test.re, parts=len(mems))
         # The memories read on every cycle (no enable in front of their blocks) and
         # register their output, so every reader takes the word from a register: a
         # block's clock-to-out is most of a cycle and the blocks are spread over the
         # device, so the routing to the readers needs a cycle of its own.
-        m.d.comb += [mem.r_addr.eq(slots.request["addr"]) for mem in mems]
+        m.d.comb += [mem.r_addr.eq(addr) for mem, addr in zip(mems, slots.head_addrs)]
         word = Cat(mem.r_data for mem in mems)
         m.d.comb += [
             first.rdata.eq(word),
