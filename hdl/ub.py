@@ -58,13 +58,13 @@ class _RequestSlots:
     slot. Every cycle decides what the head holds on the next: the test port's request
     (`test`: its fields) when `test_uses`, else the full slot to serve, round-robin (a
     lone full slot, or under contention the one not served most recently), else nothing
-    (all fields 0: no byte enabled). A slot is `served` on a cycle the head holds its
+    (the `enable` field 0: no byte enabled; the other fields then do not matter). A slot is `served` on a cycle the head holds its
     request; a requester's `ready` is that its slot is empty or served. Both are
     registers, so no combinational path runs from one pipe through the arbitration into
     the other, or from the test port into a pipe, and the memory's inputs are registers
     (`head`, and `head_addrs`: the address, a copy per memory part)."""
 
-    def __init__(self, m, name, requesters, fields, test, test_uses, parts):
+    def __init__(self, m, name, requesters, fields, test, test_uses, parts, enable=None):
         full = [Signal(name=f"{name}_slot{k}_full") for k in range(2)]
         self.served = [Signal(name=f"{name}_slot{k}_served") for k in range(2)]
         slots = [{field: Signal.like(getattr(requesters[0], field), reset_less=True,
@@ -87,22 +87,26 @@ class _RequestSlots:
         m.d.sync += [self.served[0].eq(~test_uses & full_next[0] & ~second_next),
                      self.served[1].eq(~test_uses & full_next[1] & second_next)]
 
-        # The head's source, as selects shared by all its bits. Kept as nets: folded into
-        # each bit's logic they would make every bit a function of the whole handshake.
-        selects = {"test": test_uses, "any": full_next[0] | full_next[1],
-                   "second": second_next, "request": Mux(second_next, readies[1], readies[0])}
+        # Each slot's candidate for the head, a new request or the held one, is picked by
+        # its `ready`, a register; only the choice between the two candidates and whether
+        # any is served wait on this cycle's handshakes. Those are kept as nets shared by
+        # all bits: folded into each bit's logic they would make every bit a function of
+        # the whole handshake. Only the enables need `any`: without one, nothing is stored
+        # or read, whatever the address and data.
+        late = {"second": second_next, "any": full_next[0] | full_next[1]}
         kept = {}
-        for key, value in selects.items():
+        for key, value in late.items():
             kept[key] = Signal(name=f"{name}_head_{key}", attrs={"keep": 1})
             m.d.comb += kept[key].eq(value)
 
         def upcoming(field):
             """`field` of what the head holds next."""
-            requests = [getattr(requester, field) for requester in requesters]
-            held = [slot[field] for slot in slots]
-            from_slot = Mux(kept["request"], Mux(kept["second"], requests[1], requests[0]),
-                            Mux(kept["second"], held[1], held[0]))
-            return Mux(kept["test"], test[field], Mux(kept["any"], from_slot, 0))
+            candidates = [Mux(ready, getattr(requester, field), slot[field])
+                          for ready, requester, slot in zip(readies, requesters, slots)]
+            from_slot = Mux(kept["second"], candidates[1], candidates[0])
+            if field == enable:
+                from_slot = Mux(kept["any"], from_slot, 0)
+            return Mux(test_uses, test[field], from_slot)
 
         self.head_addrs = _address_copies(requesters[0].addr, f"{name}_head_addr", parts)
         self.head = {field: Signal.like(getattr(requesters[0], field), reset_less=True,
@@ -176,7 +180,7 @@ class UnifiedBuffer(wiring.Component):
         test = self.test
         slots = _RequestSlots(m, "write", (self.mte2_wr, self.v_wr), ("addr", "data", "strb"),
                               {"addr": test.addr, "data": test.wdata, "strb": test.wstrb},
-                              test_uses=test.we, parts=len(mems))
+                              test_uses=test.we, parts=len(mems), enable="strb")
         for k, (mem, addr) in enumerate(zip(mems, slots.head_addrs)):
             m.d.comb += [
                 mem.w_addr.eq(addr),
