@@ -9,6 +9,7 @@ from model.isa import DEFAULT_PROFILE, PROFILES
 
 from .block_ram import READ_LATENCY, BlockRam
 from .layouts import UbReadSignature, UbWriteSignature, ub_word_bits
+from .register_copy import RegisterCopy
 
 
 class UbTestSignature(wiring.Signature):
@@ -41,15 +42,6 @@ def part_count(width_bytes):
     return width_bytes // PART_BYTES
 
 
-def _address_copies(like, name, count):
-    """`count` registers for one word address, one per memory part, with initial values
-    0, 1, 2, ... (nothing is stored or read for them before they are loaded). Yosys keeps
-    apart only the bits whose initial values differ, so in the ECP5 builds most address
-    bits end up as one register for all parts, a few as two or three."""
-    return [Signal.like(like, name=f"{name}{k}", reset_less=True,
-                        init=k % (1 << len(like))) for k in range(count)]
-
-
 class _RequestSlots:
     """A one-request slot per requester in front of a memory port, served round-robin,
     and the head: the registers the memory takes its request from.
@@ -58,11 +50,12 @@ class _RequestSlots:
     slot. Every cycle decides what the head holds on the next: the test port's request
     (`test`: its fields) when `test_uses`, else the full slot to serve, round-robin (a
     lone full slot, or under contention the one not served most recently), else nothing
-    (the `enable` field 0: no byte enabled; the other fields then do not matter). A slot is `served` on a cycle the head holds its
-    request; a requester's `ready` is that its slot is empty or served. Both are
-    registers, so no combinational path runs from one pipe through the arbitration into
-    the other, or from the test port into a pipe, and the memory's inputs are registers
-    (`head`, and `head_addrs`: the address, a copy per memory part)."""
+    (the `enable` field 0: no byte enabled; the other fields then do not matter). A slot
+    is `served` on a cycle the head holds its request; a requester's `ready` is that its
+    slot is empty or served. Both are registers, so no combinational path runs from one
+    pipe through the arbitration into the other, or from the test port into a pipe, and
+    the memory's inputs are registers (`head`, and `head_addrs`: the address, a
+    `RegisterCopy` per memory part, which synthesis keeps apart)."""
 
     def __init__(self, m, name, requesters, fields, test, test_uses, parts, enable=None):
         full = [Signal(name=f"{name}_slot{k}_full") for k in range(2)]
@@ -108,11 +101,16 @@ class _RequestSlots:
                 from_slot = Mux(kept["any"], from_slot, 0)
             return Mux(test_uses, test[field], from_slot)
 
-        self.head_addrs = _address_copies(requesters[0].addr, f"{name}_head_addr", parts)
+        # The address reaches every block RAM: a copy per memory part, placed near it.
+        next_addr = upcoming("addr")
+        self.head_addrs = []
+        for k in range(parts):
+            copy = m.submodules[f"{name}_head_addr{k}"] = RegisterCopy(len(next_addr))
+            m.d.comb += copy.d.eq(next_addr)
+            self.head_addrs.append(copy.q)
         self.head = {field: Signal.like(getattr(requesters[0], field), reset_less=True,
                                         name=f"{name}_head_{field}")
                      for field in fields if field != "addr"}
-        m.d.sync += [addr.eq(upcoming("addr")) for addr in self.head_addrs]
         m.d.sync += [reg.eq(upcoming(field)) for field, reg in self.head.items()]
 
 

@@ -1,0 +1,56 @@
+"""hdl.register_copy.RegisterCopy: a register, and copies of it that synthesis keeps."""
+
+import json
+import random
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.ecp5 import Ecp5Target
+from hdl.fpga_build import write_verilog, yosys
+from hdl.register_copy import RegisterCopy
+from hdl_helpers import run_sim
+
+WIDTH = 5
+
+
+class TwoCopies(wiring.Component):
+    """Two copies of one register, each with an output of its own."""
+    d: In(WIDTH)
+    q0: Out(WIDTH)
+    q1: Out(WIDTH)
+
+    def elaborate(self, platform):
+        m = Module()
+        for k in range(2):
+            copy = m.submodules[f"copy{k}"] = RegisterCopy(WIDTH)
+            m.d.comb += [copy.d.eq(self.d), getattr(self, f"q{k}").eq(copy.q)]
+        return m
+
+
+def test_q_is_d_one_edge_later():
+    dut = RegisterCopy(WIDTH)
+    rng = random.Random(1)
+
+    async def bench(ctx):
+        for _ in range(50):
+            value = rng.getrandbits(WIDTH)
+            ctx.set(dut.d, value)
+            await ctx.tick()
+            assert ctx.get(dut.q) == value
+
+    run_sim(dut, bench)
+
+
+def test_ecp5_copies_are_not_merged(tmp_path):
+    top = "copies"
+    write_verilog(TwoCopies(), top, tmp_path / f"{top}.v", Ecp5Target())
+    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
+    module = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]
+    ffs = [cell for cell in module["cells"].values() if cell["type"] == "TRELLIS_FF"]
+    assert len(ffs) == 2 * WIDTH
+    assert len({tuple(ff["connections"]["Q"]) for ff in ffs}) == 2 * WIDTH
+    assert all(ff["connections"]["LSR"] == ["0"] and ff["connections"]["CE"] == ["1"]
+               for ff in ffs)
+    assert {ff["parameters"]["GSR"] for ff in ffs} == {"DISABLED"}
