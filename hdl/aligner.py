@@ -111,22 +111,29 @@ def _rotate_left(value, amount, unit):
     return mux_tree([value.rotate_left(k * unit) for k in range(1 << len(amount))], amount)
 
 
-def skid_stage(m, valid_in, value, take, name):
+def skid_stage(m, valid_in, value, take, name, skid_take=None):
     """One registered stage of a stream: it loads `value` and `valid_in` on every cycle it
     is empty or its word is taken (`take`). Returns (valid, register, ready). `ready` is
     a register: a word offered while the stage is full and not taken waits in a second
     (skid) register, and `ready` is low while that one is full. So the upstream's
     handshake does not wait on the downstream's decision, and words still pass at one per
     cycle. Per-row arithmetic computed into such stages, ahead of the row's use, stays off
-    the paths that decide a row's start."""
+    the paths that decide a row's start.
+
+    `skid_take`, if given, is a copy of `take` (the same value every cycle, from other
+    gates) that the skid register's side uses instead, so neither net enables both wide
+    registers."""
+    if skid_take is None:
+        skid_take = take
     valid = Signal(name=f"{name}_valid")
     reg = Signal(value.shape(), name=name)
     skid_valid = Signal(name=f"{name}_skid_valid")
     skid = Signal(value.shape(), name=f"{name}_skid")
     ready = ~skid_valid
     with m.If(~valid | take):
-        m.d.sync += [valid.eq(skid_valid | valid_in), reg.eq(Mux(skid_valid, skid, value)),
-                     skid_valid.eq(0)]
+        m.d.sync += [valid.eq(skid_valid | valid_in), reg.eq(Mux(skid_valid, skid, value))]
+    with m.If(~valid | skid_take):
+        m.d.sync += skid_valid.eq(0)
     with m.Elif(ready):
         m.d.sync += [skid_valid.eq(valid_in), skid.eq(value)]
     return valid, reg, ready

@@ -12,6 +12,13 @@ from .layouts import EXTENT_BITS, LEFT_BITS, LEN_BITS, ub_word_bits
 
 PAD8_BYTES = 8
 
+# The decision to load the next row enables some 400 flip-flops: the row registers and
+# both registers of the set-up stage. It is made once per group of them, each time from
+# the group's own copies of the word sequencer's state, so no one net reaches them all.
+# Groups: the sequencer's registers, pad8, the byte masks, the set-up register, its skid
+# register.
+ROW_LOAD_GROUPS = 5
+
 
 class PadRow(data.Struct):
     """One UB row, as RowJob describes it.
@@ -96,9 +103,9 @@ class PadInserter(wiring.Component):
         # registered stage ahead of the row and as it is loaded (`_setup`), and the byte
         # masks of its first and last words, decoded as it is loaded, so the word path
         # only compares a counter against registers.
-        next_row = Signal()
-        have_row = Signal()
-        setup_valid, setup = self._setup(m, index_bits, next_row)
+        next_rows = [Signal(name=f"next_row{k}") for k in range(ROW_LOAD_GROUPS)]
+        next_row, pad8_next_row, masks_next_row, setup_take, setup_skid_take = next_rows
+        setup_valid, setup = self._setup(m, index_bits, setup_take, setup_skid_take)
         ones = Const((1 << width) - 1, width)
         data_on_at = Signal(index_bits + 1)     # rest of the word before the first data word
         data_off_at = Signal(index_bits)        # rest of the last data word
@@ -113,37 +120,35 @@ class PadInserter(wiring.Component):
         addr = Signal(ub_word_bits(width))      # the current word's address
         rest = Signal(index_bits)
         at_start = Signal()                     # the current word is the row's first
-        in_data = Signal()                      # it holds data
-        end = Signal()                          # it is the row's last
         room = Signal()
-        go = Signal()
-        m.d.comb += [
-            self.data.ready.eq(have_row & in_data & room),
-            go.eq(have_row & room & (~in_data | self.data.valid)),
-            next_row.eq(~have_row | (go & end)),
-        ]
+        # `in_data`: the current word holds data; `end`: it is the row's last.
+        have_row, in_data, end, go = self._row_load_decisions(
+            m, next_rows, room, self.data.valid,
+            loaded=(setup_valid, setup.first_in_data, setup.words_m1 == 0),
+            stepped=lambda in_data: (Mux(in_data, rest != data_off_at, rest == data_on_at),
+                                     rest == 1))
+        m.d.comb += self.data.ready.eq(have_row & in_data & room)
         with m.If(next_row):
             m.d.sync += [
-                have_row.eq(setup_valid),
                 addr.eq(setup.addr),
                 rest.eq(setup.words_m1),
                 data_on_at.eq(setup.data_on_at),
                 data_off_at.eq(setup.data_off_at),
-                head_mask.eq(ones << setup.head),
-                tail_mask.eq(ones >> ~setup.end_off),
-                pad8.eq(setup.pad8),
                 cmd_last.eq(setup.last),
                 at_start.eq(1),
-                in_data.eq(setup.first_in_data),
-                end.eq(setup.words_m1 == 0),
             ]
         with m.Elif(go):
             m.d.sync += [
                 addr.eq(addr + 1),
                 rest.eq(rest - 1),
                 at_start.eq(0),
-                in_data.eq(Mux(in_data, rest != data_off_at, rest == data_on_at)),
-                end.eq(rest == 1),
+            ]
+        with m.If(pad8_next_row):
+            m.d.sync += pad8.eq(setup.pad8)
+        with m.If(masks_next_row):
+            m.d.sync += [
+                head_mask.eq(ones << setup.head),
+                tail_mask.eq(ones >> ~setup.end_off),
             ]
 
         # Words are W-aligned and W is a multiple of 8, so byte p of any word is at an
@@ -166,10 +171,36 @@ class PadInserter(wiring.Component):
         ]
         return m
 
-    def _setup(self, m, index_bits, take):
+    @staticmethod
+    def _row_load_decisions(m, next_rows, room, data_valid, loaded, stepped):
+        """Drives each of `next_rows` with the decision to load the next row: there is no
+        row, or the current word is the row's last and goes (there is `room`, and the
+        word is pad or its data word is offered, `data_valid`). Each is worked out from
+        its own copy of the word sequencer's state, `have_row`, `in_data` and `end`,
+        which loads `loaded` (the set-up row's values) with the row, and `stepped(in_data)`
+        (`in_data` and `end` of the word after this one) as a word goes. A copy's update
+        goes through its own decision, so synthesis keeps the copies apart. Returns the
+        first copy's state and whether its current word goes."""
+        copies = []
+        for k, next_row in enumerate(next_rows):
+            state = [Signal(name=f"{field}{k}") for field in ("have_row", "in_data", "end")]
+            have_row, in_data, end = state
+            go = Signal(name=f"go{k}")
+            m.d.comb += [
+                go.eq(have_row & room & (~in_data | data_valid)),
+                next_row.eq(~have_row | (go & end)),
+            ]
+            with m.If(next_row):
+                m.d.sync += [reg.eq(value) for reg, value in zip(state, loaded)]
+            with m.Elif(go):
+                m.d.sync += [reg.eq(value) for reg, value in zip(state[1:], stepped(in_data))]
+            copies.append((*state, go))
+        return copies[0]
+
+    def _setup(self, m, index_bits, take, skid_take):
         """The set-up register in front of the row registers, and the word counts the row
-        registers load from it (one carry chain each). Returns (valid, set-up); `take`:
-        the row registers load it."""
+        registers load from it (one carry chain each). Returns (valid, set-up); `take` and
+        its copy `skid_take`: the row registers load it (see aligner.skid_stage)."""
         width, shift = self._width, self._shift
         # The row is registered as it is taken, so its sums start at a register of this
         # block rather than at the row fork's queue; the stage costs no time in the
@@ -213,9 +244,8 @@ class PadInserter(wiring.Component):
         # A skid stage too, so the word sequencer's decision to load the next row (from
         # the data handshake) ends at this stage's registers and does not reach the row
         # input stage's as well.
-        spots_take = Signal()
-        spots_valid, spots, spots_ready = skid_stage(m, row_valid, spots, spots_take,
-                                                     "row_spots")
+        spots_valid, spots, spots_ready = skid_stage(m, row_valid, spots, take, "row_spots",
+                                                     skid_take)
         m.d.comb += row_take.eq(spots_ready)
 
         # Word positions count down: the row registers' `rest` is the number of the row's
@@ -244,5 +274,4 @@ class PadInserter(wiring.Component):
             setup.pad8.eq(spots.pad8),
             setup.last.eq(spots.last),
         ]
-        m.d.comb += spots_take.eq(take)
         return spots_valid, setup
