@@ -336,19 +336,16 @@ class Aligner(wiring.Component):
         head = Signal(row_layout)
         first = Signal(init=1)          # k = 0
         out_left = Signal(index_bits)   # for k > 0: output words of the row after word k
-        mid_last = Signal()             # for k > 0: k is the row's last output
-        mid_uses = Signal()             # for k > 0: the output has a hi word
-        mid_pops = Signal(2)            # for k > 0: entries it retires
-        last = Signal()
+        # What output k is and needs: for k = 0 the head row's single, uses0 and pops0,
+        # loaded with it; for k > 0 worked out at the previous word. Registers, as they
+        # decide when and from which entry the next head row loads, in every bit.
+        last = Signal()                 # k is the row's last output
         uses_hi = Signal()              # lanes [r, W) come from the hi word
-        pops_if = Signal(2)
+        pops_if = Signal(2)             # entries it retires
         room = Signal()
         emit = Signal()
         pops = Signal(2)
         m.d.comb += [
-            last.eq(Mux(first, head.tag.single, mid_last)),
-            uses_hi.eq(Mux(first, head.tag.uses0, mid_uses)),
-            pops_if.eq(Mux(first, head.tag.pops0, mid_pops)),
             emit.eq((count != 0) & (~uses_hi | (count >= 2)) & room),
             pops.eq(Mux(emit, pops_if, 0)),
         ]
@@ -369,9 +366,9 @@ class Aligner(wiring.Component):
                 m.d.sync += [
                     first.eq(0),
                     out_left.eq(left_now - 1),
-                    mid_last.eq(next_last),
-                    mid_uses.eq(~next_last | head.tag.tail),
-                    mid_pops.eq(1 + (next_last & head.tag.tail)),
+                    last.eq(next_last),
+                    uses_hi.eq(~next_last | head.tag.tail),
+                    pops_if.eq(1 + (next_last & head.tag.tail)),
                 ]
         next_count = Signal.like(count)
         m.d.comb += next_count.eq(count + push - pops)
@@ -393,9 +390,18 @@ class Aligner(wiring.Component):
         # registers; `emit` only enables the load.
         after = [mux_tree([ring[(i + n) % QUEUE_DEPTH].row for i in range(QUEUE_DEPTH)], rd)
                  for n in (1, 2)]
+        head_next = Signal(row_layout)
+        m.d.comb += head_next.eq(Mux((count == 0) | (count == pops_if), incoming.row,
+                                     Mux(pops_if[1], after[1], after[0])))
         with m.If(((count == 0) & push) | (emit & last)):
-            m.d.sync += head.eq(Mux((count == 0) | (count == pops_if), incoming.row,
-                                    Mux(pops_if[1], after[1], after[0])))
+            # Output 0 of the new head row is next: a row's outputs before its last leave
+            # at least their hi word in the queue, so `first` is high whenever it is empty.
+            m.d.sync += [
+                head.eq(head_next),
+                last.eq(head_next.tag.single),
+                uses_hi.eq(head_next.tag.uses0),
+                pops_if.eq(head_next.tag.pops0),
+            ]
 
         word = Signal(self.dst_layout)
         # Lane p comes from the oldest entry (lo) or the next (hi): one ring index per
