@@ -220,8 +220,8 @@ class BurstIssuer(wiring.Component):
     back out of order. One burst per cycle while neither limit binds; AxVALID rises one
     clock edge after the edge that takes a burst. `bursts.ready` depends only on registers
     and a first burst's sid: a burst that is not its row's first must have the sid of the
-    burst taken before it (as BurstSplitter's bursts do). AxLOCK, AxPROT and AxQOS stay 0 (normal, secure,
-    unprivileged data access without a QoS hint).
+    burst taken before it (as BurstSplitter's bursts do). AxLOCK, AxPROT and AxQOS stay 0
+    (normal, secure, unprivileged data access without a QoS hint).
     """
 
     def __init__(self, width_bytes, max_outstanding, id_width, data_head=False):

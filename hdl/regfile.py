@@ -23,13 +23,15 @@ COUNT_REGISTERS = ("loop1_count", "loop2_count")
 
 def counts_less_one_layout(pipe):
     """Each loop count register less one, modulo its width."""
-    return data.StructLayout({name: registers_layout(pipe)[name].shape for name in COUNT_REGISTERS})
+    layout = registers_layout(pipe)
+    return data.StructLayout({name: layout[name].shape for name in COUNT_REGISTERS})
 
 
 def counts_less_one(pipe, regs):
     """`counts_less_one_layout`'s value for a dict of register values (for testbenches)."""
     layout = registers_layout(pipe)
-    return {name: (regs[name] - 1) % (1 << layout[name].shape.width) for name in COUNT_REGISTERS}
+    return {name: (regs[name] - 1) % (1 << layout[name].shape.width)
+            for name in COUNT_REGISTERS}
 
 
 def register_writes(pipe):

@@ -84,8 +84,9 @@ class _RequestSlots:
         # its `ready`, a register; only the choice between the two candidates and whether
         # any is served wait on this cycle's handshakes. Those are kept as nets shared by
         # all bits: folded into each bit's logic they would make every bit a function of
-        # the whole handshake. Only the enables need `any`: without one, nothing is stored
-        # or read, whatever the address and data.
+        # the whole handshake. Only the enables need `any`: with none, nothing is stored,
+        # whatever the address and data, and a read's word goes to no one (`rvalid`
+        # follows `served`).
         late = {"second": second_next, "any": full_next[0] | full_next[1]}
         kept = {}
         for key, value in late.items():
