@@ -35,6 +35,10 @@ from .muxes import mux_tree
 # Bits of the rotate amount each rotator stage resolves: an 8:1 mux per data bit.
 ROTATE_BITS = 3
 
+# Copies of the decision to load the next row, one per group of flip-flops it enables:
+# the row registers, the set-up stage and the set-up stage's skid register.
+ROW_LOAD_GROUPS = 3
+
 # The merge sees the two oldest entries; two more keep the rotator flowing. A power of
 # two: the ring's pointers wrap by truncation.
 QUEUE_DEPTH = 4
@@ -243,9 +247,10 @@ class Aligner(wiring.Component):
         # compares counters. The next row is taken on the edge that takes this row's last
         # source word.
         tag = Signal(tag_layout)
-        have_row = Signal()
-        next_row = Signal()
-        setup_valid, setup = self._setup(m, tag_layout, index_bits, next_row)
+        next_rows = [Signal(name=f"next_row{k}") for k in range(ROW_LOAD_GROUPS)]
+        next_row, setup_take, setup_skid_take = next_rows
+        setup_valid, setup = self._setup(m, tag_layout, index_bits, setup_take,
+                                         setup_skid_take)
 
         # --- Rotator: stage i holds its word rotated by amount bits [0, hi) of its
         # _rotate_slices entry (ROTATE_BITS more per stage, the last the rest). All
@@ -272,31 +277,19 @@ class Aligner(wiring.Component):
         # to `src.ready`; the fourth entry makes up for it.
         m.d.comb += advance.eq(~st_valid[-1] | ~full)
 
-        # Source words of the current row still to come after this one, and whether
-        # this one is the last, known a cycle ahead.
+        # Source words of the current row still to come after this one; whether this one
+        # is the last is known a cycle ahead (`_row_load_decisions`).
         src_left = Signal(index_bits)
-        src_last = Signal()
-        src_take = Signal()
-        # `src.ready` is have_row & advance, worked out a cycle ahead into a register (see
-        # below): it enables the source's data registers.
-        src_ready = Signal()
-        m.d.comb += [
-            self.src.ready.eq(src_ready),
-            src_take.eq(self.src.valid & self.src.ready),
-            next_row.eq(~have_row | (src_take & src_last)),
-        ]
+        # Whether the source may go on: there is room in the rotator for the word.
+        src_room = Signal()
+        src_ready, src_take = self._row_load_decisions(
+            m, next_rows, self.src.valid, src_room, setup_valid,
+            loaded_last=setup.src_last, stepped_last=src_left == 1)
+        m.d.comb += self.src.ready.eq(src_ready)
         with m.If(next_row):
-            m.d.sync += [
-                have_row.eq(setup_valid),
-                tag.eq(setup.tag),
-                src_left.eq(setup.src_left),
-                src_last.eq(setup.src_last),
-            ]
+            m.d.sync += [tag.eq(setup.tag), src_left.eq(setup.src_left)]
         with m.Elif(src_take):
-            m.d.sync += [
-                src_left.eq(src_left - 1),
-                src_last.eq(src_left == 1),
-            ]
+            m.d.sync += src_left.eq(src_left - 1)
 
         for i, (lo, hi) in enumerate(_rotate_slices(width)):
             if i == 0:
@@ -373,8 +366,7 @@ class Aligner(wiring.Component):
         next_count = Signal.like(count)
         m.d.comb += next_count.eq(count + push - pops)
         last_valid_next = Mux(advance, st_valid[-2] if stages > 1 else src_take, st_valid[-1])
-        m.d.sync += src_ready.eq(Mux(next_row, setup_valid, have_row)
-                                 & (~last_valid_next | (next_count != QUEUE_DEPTH)))
+        m.d.comb += src_room.eq(~last_valid_next | (next_count != QUEUE_DEPTH))
         m.d.sync += [
             rd.eq(rd + pops),
             count.eq(next_count),
@@ -420,10 +412,40 @@ class Aligner(wiring.Component):
         ]
         return m
 
-    def _setup(self, m, tag_layout, index_bits, take):
+    @staticmethod
+    def _row_load_decisions(m, next_rows, src_valid, src_room, setup_valid, loaded_last,
+                            stepped_last):
+        """Drives each of `next_rows` with the decision to load the next row: there is no
+        row, or the row's last source word is taken. Each is worked out from its own copy
+        of the source side's state: `have_row`, `src_ready` (the source may send: there is
+        a row and `src_room`, worked out a cycle ahead, so `src.ready` is a register) and
+        `src_last` (the next word taken is the row's last), which loads `loaded_last` with
+        the row and `stepped_last` as a word is taken. A copy's update goes through its
+        own decision, so synthesis keeps the copies apart and each group of flip-flops a
+        decision enables has a net of its own. Returns the first copy's `src_ready` and
+        whether it takes a word."""
+        copies = []
+        for k, next_row in enumerate(next_rows):
+            have_row = Signal(name=f"have_row{k}")
+            src_ready = Signal(name=f"src_ready{k}")
+            src_last = Signal(name=f"src_last{k}")
+            take = Signal(name=f"src_take{k}")
+            m.d.comb += [
+                take.eq(src_valid & src_ready),
+                next_row.eq(~have_row | (take & src_last)),
+            ]
+            with m.If(next_row):
+                m.d.sync += [have_row.eq(setup_valid), src_last.eq(loaded_last)]
+            with m.Elif(take):
+                m.d.sync += src_last.eq(stepped_last)
+            m.d.sync += src_ready.eq(Mux(next_row, setup_valid, have_row) & src_room)
+            copies.append((src_ready, take))
+        return copies[0]
+
+    def _setup(self, m, tag_layout, index_bits, take, skid_take):
         """The two set-up registers in front of the row registers: the row's ends, then
-        its tag and source word count. Returns (valid, set-up) of the second; `take`: the
-        row registers load it."""
+        its tag and source word count. Returns (valid, set-up) of the second; `take` and
+        its copy `skid_take`: the row registers load it (see skid_stage)."""
         shift = self._shift
         row = self.rows.payload
         ends_layout = data.StructLayout({
@@ -468,6 +490,7 @@ class Aligner(wiring.Component):
             setup.src_left.eq(src_words_m1),
             setup.src_last.eq(src_words_m1 == 0),
         ]
-        setup_valid, setup, ends_ready = skid_stage(m, ends_valid, setup, take, "row_setup")
+        setup_valid, setup, ends_ready = skid_stage(m, ends_valid, setup, take, "row_setup",
+                                                    skid_take)
         m.d.comb += ends_take.eq(ends_ready)
         return setup_valid, setup

@@ -1,6 +1,6 @@
 """MTE2's GM side: reads byte-exact rows from GM over AXI4 as bus words."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from model.isa import GM_ADDR_BITS
 from .axi import AXI4ReadSignature, connect_address, resp_is_error
 from .legalizer import BurstIssuer, BurstSplitter, GmRow
+from .register_copy import RegisterCopy
 
 
 def read_beat_layout(width_bytes):
@@ -65,7 +66,16 @@ class AxiReader(wiring.Component):
         burst = issuer.resp.payload
         words = m.submodules.words = SyncFIFO(width=self.beat_layout.size, depth=3)
         word = Signal(self.beat_layout)
-        waiting = words.r_rdy
+        # "A word waits" (the FIFO's level is not 0) as registers of its own, so
+        # `beats.valid` is one gate from a flip-flop; a copy selects the payload.
+        waiting = Signal()
+        waiting_select = RegisterCopy(1)
+        m.submodules.waiting_select = waiting_select
+        waiting_next = ((words.w_en & words.w_rdy) | (words.level > 1)
+                        | (waiting & ~words.r_en))
+        m.d.sync += waiting.eq(waiting_next)
+        # The copy has no reset of its own: it loads 0 while the domain is in reset.
+        m.d.comb += waiting_select.d.eq(waiting_next & ~ResetSignal())
         accept = axi.rvalid & axi.rready
         m.d.comb += [
             axi.rready.eq(words.w_rdy),
@@ -76,7 +86,7 @@ class AxiReader(wiring.Component):
             word.err_addr.eq(burst.addr),
             issuer.resp.ready.eq(accept & axi.rlast),
             self.beats.valid.eq(waiting | axi.rvalid),
-            self.beats.payload.eq(Mux(waiting, words.r_data, word)),
+            self.beats.payload.eq(Mux(waiting_select.q, words.r_data, word)),
             words.r_en.eq(self.beats.ready),
             words.w_data.eq(word),
             words.w_en.eq(axi.rvalid & (waiting | ~self.beats.ready)),

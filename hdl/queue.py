@@ -1,8 +1,8 @@
 """A FIFO whose first entry reaches the output one clock edge after it is written."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 
@@ -18,6 +18,11 @@ class BypassQueue(wiring.Component):
     Outputs (`r_data`, `r_rdy`, `w_rdy`, `level`) come from registers. The queue holds
     `depth` entries, and a write is refused only while the inner queue is full, that is
     while at least depth - 1 entries are held.
+
+    The inner queue's storage takes every write it has room for, whether or not the
+    entry goes past it: only its pointer waits on that choice, so the storage's write
+    does not wait on `r_en`. An entry that goes straight to the output register is left
+    in a free slot, which the next write overwrites.
     """
 
     def __init__(self, *, width, depth):
@@ -32,19 +37,39 @@ class BypassQueue(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        inner = m.submodules.inner = SyncFIFO(width=self.width, depth=self.depth - 1)
+        slots = self.depth - 1
+        storage = m.submodules.storage = Memory(shape=self.width, depth=slots, init=[])
+        write = storage.write_port()
+        head = storage.read_port(domain="comb")
+        w_ptr = Signal(range(slots))
+        r_ptr = Signal(range(slots))
+        held = Signal(range(slots + 1))         # entries in the inner queue
+
+        def wrap_incr(ptr):
+            return Mux(ptr == slots - 1, 0, ptr + 1)
+
         out_free = ~self.r_rdy | self.r_en
-        bypass = ~inner.r_rdy & out_free
+        has_room = held != slots
+        has_head = held != 0
+        written = self.w_en & has_room
+        queued = written & ~(~has_head & out_free)     # not bypassed
+        refill = out_free & has_head
         m.d.comb += [
-            self.w_rdy.eq(inner.w_rdy),
-            inner.w_data.eq(self.w_data),
-            inner.w_en.eq(self.w_en & ~bypass),
-            inner.r_en.eq(out_free),
-            self.level.eq(inner.level + self.r_rdy),
+            self.w_rdy.eq(has_room),
+            write.addr.eq(w_ptr),
+            write.data.eq(self.w_data),
+            write.en.eq(written),
+            head.addr.eq(r_ptr),
+            self.level.eq(held + self.r_rdy),
         ]
+        with m.If(queued):
+            m.d.sync += w_ptr.eq(wrap_incr(w_ptr))
+        with m.If(refill):
+            m.d.sync += r_ptr.eq(wrap_incr(r_ptr))
+        m.d.sync += held.eq(held + queued - refill)
         with m.If(out_free):
-            with m.If(inner.r_rdy):
-                m.d.sync += [self.r_data.eq(inner.r_data), self.r_rdy.eq(1)]
+            with m.If(has_head):
+                m.d.sync += [self.r_data.eq(head.data), self.r_rdy.eq(1)]
             with m.Elif(self.w_en):
                 m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(1)]
             with m.Else():
