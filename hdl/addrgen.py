@@ -125,9 +125,18 @@ class AddressGenerator(wiring.Component):
         step = Signal(Step)                              # how the walked row was reached
         advance = ~rows.valid | rows.ready
         counters = [Signal(len(job.geom[name]), name=f"{name}_left") for name in LOOP_COUNTS]
+        # Per loop level, whether the walked row is its level's last (registers), and the
+        # values they take on the next edge. How the next row is reached and whether the
+        # walked row is the copy's last follow from them alone, so they are registers
+        # loaded with the flags: they enable most of this block's flip-flops.
         at_end = [Signal(name=f"{name}_at_end") for name in LOOP_COUNTS]
+        at_end_next = [Signal(name=f"{name}_at_end_next") for name in LOOP_COUNTS]
+        next_step = Signal(Step, name="next_step").as_value()   # compared as a number
         last_row = Signal()
-        m.d.comb += last_row.eq(at_end[0] & at_end[1] & at_end[2])
+        m.d.comb += [after.eq(now) for after, now in zip(at_end_next, at_end)]
+        m.d.sync += [now.eq(after) for now, after in zip(at_end, at_end_next)]
+        m.d.sync += [next_step.eq(_next_step(at_end_next)),
+                     last_row.eq(at_end_next[0] & at_end_next[1] & at_end_next[2])]
 
         # Copies are numbered as the datapath counts them: non-empty ones, from 0.
         number = Signal(COPY_SEQ_BITS, init=-1 % 2 ** COPY_SEQ_BITS)
@@ -147,7 +156,6 @@ class AddressGenerator(wiring.Component):
             m.d.sync += rows.valid.eq(walking)
         walk = Signal()
         m.d.comb += walk.eq(walking & advance)
-        next_step = _next_step(at_end)
         # The incoming copy's first row, walked as it is taken.
         # A copy taken is not empty, so a count that is not many is 1.
         first_at_end = [~incoming.geom[f"{name}_many"] for name in LOOP_COUNTS]
@@ -189,7 +197,7 @@ class AddressGenerator(wiring.Component):
             with m.If(ending):
                 m.d.sync += walking.eq(0)
             with m.Else():
-                self._count(m, job, counters, at_end, next_step)
+                self._count(m, job, counters, at_end_next, next_step)
 
         with m.If(take & ~incoming.geom.empty):
             m.d.sync += number.eq(number + 1)
@@ -210,24 +218,30 @@ class AddressGenerator(wiring.Component):
                 rows.payload.last.eq(first_ending),
             ]
             # The counters as after the first row: the level that steps has counted it.
-            for level, (counter, flag, name) in enumerate(zip(counters, at_end, LOOP_COUNTS)):
+            for level, (counter, flag, name) in enumerate(zip(counters, at_end_next,
+                                                              LOOP_COUNTS)):
                 count = incoming.geom[name]
                 with m.If(first_next == level):
-                    m.d.sync += [counter.eq(count - 2), flag.eq(count == 2)]
+                    m.d.sync += counter.eq(count - 2)
+                    m.d.comb += flag.eq(count == 2)
                 with m.Else():
-                    m.d.sync += [counter.eq(count - 1), flag.eq(first_at_end[level])]
+                    m.d.sync += counter.eq(count - 1)
+                    m.d.comb += flag.eq(first_at_end[level])
         return m
 
     @staticmethod
-    def _count(m, job, counters, at_end, step):
-        """Step the loop counters: the level that steps counts down, the levels inside it
-        start over."""
-        for level, (counter, flag, name) in enumerate(zip(counters, at_end, LOOP_COUNTS)):
+    def _count(m, job, counters, at_end_next, step):
+        """Step the loop counters and drive their at-end flags' next values: the level
+        that steps counts down, the levels inside it start over."""
+        for level, (counter, flag, name) in enumerate(zip(counters, at_end_next,
+                                                          LOOP_COUNTS)):
             count = job.geom[name]
             with m.If(step == level):
-                m.d.sync += [counter.eq(counter - 1), flag.eq(counter == 1)]
+                m.d.sync += counter.eq(counter - 1)
+                m.d.comb += flag.eq(counter == 1)
             with m.Elif(step > level):
-                m.d.sync += [counter.eq(count - 1), flag.eq(~job.geom[f"{name}_many"])]
+                m.d.sync += counter.eq(count - 1)
+                m.d.comb += flag.eq(~job.geom[f"{name}_many"])
 
     @staticmethod
     def _walk_low(m, job, incoming, side, take, walk, next_step, first_next):
