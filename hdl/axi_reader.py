@@ -1,6 +1,6 @@
 """MTE2's GM side: reads byte-exact rows from GM over AXI4 as bus words."""
 
-from amaranth.hdl import Module, Mux, ResetSignal, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -74,8 +74,7 @@ class AxiReader(wiring.Component):
         waiting_next = ((words.w_en & words.w_rdy) | (words.level > 1)
                         | (waiting & ~words.r_en))
         m.d.sync += waiting.eq(waiting_next)
-        # The copy has no reset of its own: it loads 0 while the domain is in reset.
-        m.d.comb += waiting_select.d.eq(waiting_next & ~ResetSignal())
+        m.d.comb += waiting_select.d.eq(waiting_next)
         accept = axi.rvalid & axi.rready
         m.d.comb += [
             axi.rready.eq(words.w_rdy),

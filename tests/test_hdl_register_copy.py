@@ -3,7 +3,7 @@
 import json
 import random
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, ResetInserter
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -43,6 +43,38 @@ def test_q_is_d_one_edge_later():
     run_sim(dut, bench)
 
 
+class Cleared(wiring.Component):
+    """A copy in a domain reset by `clear`."""
+    d: In(WIDTH)
+    clear: In(1)
+    q: Out(WIDTH)
+
+    def elaborate(self, platform):
+        m = Module()
+        copy = RegisterCopy(WIDTH)
+        m.submodules.copy = ResetInserter(self.clear)(copy)
+        m.d.comb += [copy.d.eq(self.d), self.q.eq(copy.q)]
+        return m
+
+
+def test_reset_clears_q():
+    dut = Cleared()
+    ones = (1 << WIDTH) - 1
+
+    async def bench(ctx):
+        ctx.set(dut.d, ones)
+        await ctx.tick()
+        assert ctx.get(dut.q) == ones
+        ctx.set(dut.clear, 1)
+        await ctx.tick()
+        assert ctx.get(dut.q) == 0
+        ctx.set(dut.clear, 0)
+        await ctx.tick()
+        assert ctx.get(dut.q) == ones
+
+    run_sim(dut, bench)
+
+
 def test_ecp5_copies_are_not_merged(tmp_path):
     top = "copies"
     write_verilog(TwoCopies(), top, tmp_path / f"{top}.v", Ecp5Target())
@@ -51,6 +83,9 @@ def test_ecp5_copies_are_not_merged(tmp_path):
     ffs = [cell for cell in module["cells"].values() if cell["type"] == "TRELLIS_FF"]
     assert len(ffs) == 2 * WIDTH
     assert len({tuple(ff["connections"]["Q"]) for ff in ffs}) == 2 * WIDTH
-    assert all(ff["connections"]["LSR"] == ["0"] and ff["connections"]["CE"] == ["1"]
-               for ff in ffs)
+    # every bit reset by the domain's reset, the design's one reset net
+    resets = {tuple(ff["connections"]["LSR"]) for ff in ffs}
+    assert len(resets) == 1 and resets != {("0",)}
+    assert {tuple(ff["connections"]["CE"]) for ff in ffs} == {("1",)}
+    assert {ff["parameters"]["SRMODE"] for ff in ffs} == {"LSR_OVER_CE"}
     assert {ff["parameters"]["GSR"] for ff in ffs} == {"DISABLED"}
