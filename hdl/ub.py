@@ -55,6 +55,33 @@ def _slots_step(full, served, favour_second, requesters):
     return readies, full_next, favour_next, second_next
 
 
+def _head_next(m, name, readies, full_next, second_next, requesters, slots, test,
+               test_uses, enable=None):
+    """`upcoming(field)`: `field` of what the head holds next, from (a copy of) the
+    slots' state: each slot's `ready` and next `full`, and `second_next`.
+
+    Each slot's candidate, a new request or the held one, is picked by its `ready`, from
+    registers; only the choice between the two candidates and whether any is served wait
+    on this cycle's handshakes. Those are kept as nets shared by all bits: folded into
+    each bit's logic they would make every bit a function of the whole handshake. Only
+    the enables need `any`: with none, nothing is stored, whatever the address and data,
+    and a read's word goes to no one (`rvalid` follows `served`)."""
+    late = {"second": second_next, "any": full_next[0] | full_next[1]}
+    kept = {}
+    for key, value in late.items():
+        kept[key] = Signal(name=f"{name}_{key}", attrs={"keep": 1})
+        m.d.comb += kept[key].eq(value)
+
+    def upcoming(field):
+        candidates = [Mux(ready, getattr(requester, field), slot[field])
+                      for ready, requester, slot in zip(readies, requesters, slots)]
+        from_slot = Mux(kept["second"], candidates[1], candidates[0])
+        if field == enable:
+            from_slot = Mux(kept["any"], from_slot, 0)
+        return Mux(test_uses, test[field], from_slot)
+    return upcoming
+
+
 class _RequestSlots:
     """A one-request slot per requester in front of a memory port, served round-robin,
     and the head: the registers the memory takes its request from.
@@ -68,8 +95,8 @@ class _RequestSlots:
     slot is empty or served. Both are registers, so no combinational path runs from one
     pipe through the arbitration into the other, or from the test port into a pipe, and
     the memory's inputs are registers (`head`, and `head_addrs`: the address, a
-    `RegisterCopy` per memory part, which synthesis keeps apart). Each part's head
-    registers are loaded by logic of their own (`_part_head`)."""
+    `RegisterCopy` per memory part, which synthesis keeps apart, each loaded by logic of
+    its own)."""
 
     def __init__(self, m, name, requesters, fields, test, test_uses, parts, enable=None):
         full = [Signal(name=f"{name}_slot{k}_full") for k in range(2)]
@@ -91,58 +118,32 @@ class _RequestSlots:
                        ~test_uses & full_next[1] & second_next]
         m.d.sync += [served.eq(value) for served, value in zip(self.served, served_next)]
 
-        # Each memory part's head registers are loaded by logic of their own, from a
-        # copy of the slots' state (`RegisterCopy`s, which synthesis keeps apart), so it
-        # can sit by the part's block RAMs and no decision net reaches every part.
+        # Each memory part's address copy is loaded by logic of its own, from a copy of
+        # the slots' state (`RegisterCopy`s, which synthesis keeps apart), so it can sit
+        # by the part's block RAMs. The data and enables share one decision: their
+        # candidates are the slots' own input muxes, which per-part copies would
+        # duplicate (the UB would be 1.7 times larger).
         state = Cat(*full, *self.served, favour_second)
         state_next = Cat(*full_next, *served_next, favour_next)
         self.head_addrs = []
         self.head = {field: Signal.like(getattr(requesters[0], field), reset_less=True,
                                         name=f"{name}_head_{field}")
                      for field in fields if field != "addr"}
+        upcoming = _head_next(m, f"{name}_head", readies, full_next, second_next,
+                              requesters, slots, test, test_uses, enable)
+        m.d.sync += [reg.eq(upcoming(field)) for field, reg in self.head.items()]
         for k in range(parts):
             copy = m.submodules[f"{name}_state{k}"] = RegisterCopy(len(state))
             m.d.comb += copy.d.eq(state_next)
-            upcoming = self._part_head(m, f"{name}_part{k}", copy.q, requesters, slots,
-                                       test, test_uses, enable)
+            full, served, favour = list(copy.q[0:2]), list(copy.q[2:4]), copy.q[4]
+            part_readies, part_full_next, _, part_second_next = _slots_step(
+                full, served, favour, requesters)
+            upcoming = _head_next(m, f"{name}_part{k}", part_readies, part_full_next,
+                                  part_second_next, requesters, slots, test, test_uses)
             addr = m.submodules[f"{name}_head_addr{k}"] = RegisterCopy(
                 len(requesters[0].addr))
             m.d.comb += addr.d.eq(upcoming("addr"))
             self.head_addrs.append(addr.q)
-            for field, reg in self.head.items():
-                part_bits = len(reg) // parts
-                m.d.sync += reg.word_select(k, part_bits).eq(
-                    upcoming(field, lambda value: value.word_select(k, part_bits)))
-
-    @staticmethod
-    def _part_head(m, name, state, requesters, slots, test, test_uses, enable):
-        """What one part's head holds next, `upcoming(field)`, from its copy `state` of
-        the slots' full, served and favour registers.
-
-        Each slot's candidate, a new request or the held one, is picked by its `ready`,
-        from registers; only the choice between the two candidates and whether any is
-        served wait on this cycle's handshakes. Those are kept as nets shared by the
-        part's bits: folded into each bit's logic they would make every bit a function of
-        the whole handshake. Only the enables need `any`: with none, nothing is stored,
-        whatever the address and data, and a read's word goes to no one (`rvalid`
-        follows `served`)."""
-        full, served, favour = list(state[0:2]), list(state[2:4]), state[4]
-        readies, full_next, _, second_next = _slots_step(full, served, favour, requesters)
-        late = {"second": second_next, "any": full_next[0] | full_next[1]}
-        kept = {}
-        for key, value in late.items():
-            kept[key] = Signal(name=f"{name}_{key}", attrs={"keep": 1})
-            m.d.comb += kept[key].eq(value)
-
-        def upcoming(field, part=lambda value: value):
-            """The `part` of `field` the head holds next."""
-            candidates = [Mux(ready, part(getattr(requester, field)), part(slot[field]))
-                          for ready, requester, slot in zip(readies, requesters, slots)]
-            from_slot = Mux(kept["second"], candidates[1], candidates[0])
-            if field == enable:
-                from_slot = Mux(kept["any"], from_slot, 0)
-            return Mux(test_uses, part(test[field]), from_slot)
-        return upcoming
 
 
 class UnifiedBuffer(wiring.Component):
