@@ -429,16 +429,19 @@ class Aligner(wiring.Component):
             have_row = Signal(name=f"have_row{k}")
             src_ready = Signal(name=f"src_ready{k}")
             src_last = Signal(name=f"src_last{k}")
+            # src_ready & src_last as a register, so the decision is one gate
+            ready_last = Signal(name=f"src_ready_last{k}")
             take = Signal(name=f"src_take{k}")
             m.d.comb += [
                 take.eq(src_valid & src_ready),
-                next_row.eq(~have_row | (take & src_last)),
+                next_row.eq(~have_row | (src_valid & ready_last)),
             ]
+            src_last_next = Mux(next_row, loaded_last, Mux(take, stepped_last, src_last))
+            src_ready_next = Mux(next_row, setup_valid, have_row) & src_room
             with m.If(next_row):
-                m.d.sync += [have_row.eq(setup_valid), src_last.eq(loaded_last)]
-            with m.Elif(take):
-                m.d.sync += src_last.eq(stepped_last)
-            m.d.sync += src_ready.eq(Mux(next_row, setup_valid, have_row) & src_room)
+                m.d.sync += have_row.eq(setup_valid)
+            m.d.sync += [src_last.eq(src_last_next), src_ready.eq(src_ready_next),
+                         ready_last.eq(src_ready_next & src_last_next)]
             copies.append((src_ready, take))
         return copies[0]
 
