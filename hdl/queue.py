@@ -22,7 +22,9 @@ class BypassQueue(wiring.Component):
     The inner queue's storage takes every write it has room for, whether or not the
     entry goes past it: only its pointer waits on that choice, so the storage's write
     does not wait on `r_en`. An entry that goes straight to the output register is left
-    in a free slot, which the next write overwrites.
+    in a free slot, which the next write overwrites. Likewise the output register loads
+    on every cycle it is free, the inner queue's head or else `w_data`, and only
+    `r_rdy` waits on `w_en`: the wide enables do not.
     """
 
     def __init__(self, *, width, depth):
@@ -68,10 +70,6 @@ class BypassQueue(wiring.Component):
             m.d.sync += r_ptr.eq(wrap_incr(r_ptr))
         m.d.sync += held.eq(held + queued - refill)
         with m.If(out_free):
-            with m.If(has_head):
-                m.d.sync += [self.r_data.eq(head.data), self.r_rdy.eq(1)]
-            with m.Elif(self.w_en):
-                m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(1)]
-            with m.Else():
-                m.d.sync += self.r_rdy.eq(0)
+            m.d.sync += [self.r_data.eq(Mux(has_head, head.data, self.w_data)),
+                         self.r_rdy.eq(has_head | self.w_en)]
         return m
