@@ -100,6 +100,7 @@ def _tag_layout(width_bytes):
         "end_off": shift,                       # last byte of the last output word
         # The merge's decisions for the row's first output word, worked out at set-up.
         "single": 1,                            # one output word
+        "pair": 1,                              # two output words
         "uses0": 1,                             # it has a hi word
         "pops0": 2,                             # queue entries it retires
     })
@@ -329,17 +330,21 @@ class Aligner(wiring.Component):
         head = Signal(row_layout)
         first = Signal(init=1)          # k = 0
         out_left = Signal(index_bits)   # for k > 0: output words of the row after word k
-        # What output k is and needs: for k = 0 the head row's single, uses0 and pops0,
-        # loaded with it; for k > 0 worked out at the previous word. Registers, as they
-        # decide when and from which entry the next head row loads, in every bit.
+        # What output k is and needs: for k = 0 the head row's single, pair, uses0 and
+        # pops0, loaded with it; for k > 0 worked out at the previous word. Registers, as
+        # they decide when and from which entry the next head row loads, in every bit.
         last = Signal()                 # k is the row's last output
+        next_last = Signal()            # k + 1 is the row's last output
         uses_hi = Signal()              # lanes [r, W) come from the hi word
         pops_if = Signal(2)             # entries it retires
+        # The queue's fill as flags, registered with the count, so `emit` is one LUT.
+        nonempty = Signal()             # count != 0
+        two = Signal()                  # count >= 2
         room = Signal()
         emit = Signal()
         pops = Signal(2)
         m.d.comb += [
-            emit.eq((count != 0) & (~uses_hi | (count >= 2)) & room),
+            emit.eq(nonempty & (~uses_hi | two) & room),
             pops.eq(Mux(emit, pops_if, 0)),
         ]
         # Output 0 with dst_off >= src_off has no lo word, and lanes [0, r) are not the
@@ -347,11 +352,7 @@ class Aligner(wiring.Component):
         # output retires its lo; a row's last output has a hi word only if the row has a
         # source word after its lo, and retires it too.
         left_now = Signal(index_bits)
-        next_last = Signal()
-        m.d.comb += [
-            left_now.eq(Mux(first, head.tag.lout, out_left)),
-            next_last.eq(left_now == 1),
-        ]
+        m.d.comb += left_now.eq(Mux(first, head.tag.lout, out_left))
         with m.If(emit):
             with m.If(last):
                 m.d.sync += first.eq(1)
@@ -360,6 +361,7 @@ class Aligner(wiring.Component):
                     first.eq(0),
                     out_left.eq(left_now - 1),
                     last.eq(next_last),
+                    next_last.eq(left_now == 2),
                     uses_hi.eq(~next_last | head.tag.tail),
                     pops_if.eq(1 + (next_last & head.tag.tail)),
                 ]
@@ -370,6 +372,8 @@ class Aligner(wiring.Component):
         m.d.sync += [
             rd.eq(rd + pops),
             count.eq(next_count),
+            nonempty.eq(next_count != 0),
+            two.eq(next_count >= 2),
             full.eq(next_count == QUEUE_DEPTH),
         ]
         for i in range(QUEUE_DEPTH):
@@ -383,14 +387,15 @@ class Aligner(wiring.Component):
         after = [mux_tree([ring[(i + n) % QUEUE_DEPTH].row for i in range(QUEUE_DEPTH)], rd)
                  for n in (1, 2)]
         head_next = Signal(row_layout)
-        m.d.comb += head_next.eq(Mux((count == 0) | (count == pops_if), incoming.row,
+        m.d.comb += head_next.eq(Mux(~nonempty | (count == pops_if), incoming.row,
                                      Mux(pops_if[1], after[1], after[0])))
-        with m.If(((count == 0) & push) | (emit & last)):
+        with m.If((~nonempty & push) | (emit & last)):
             # Output 0 of the new head row is next: a row's outputs before its last leave
             # at least their hi word in the queue, so `first` is high whenever it is empty.
             m.d.sync += [
                 head.eq(head_next),
                 last.eq(head_next.tag.single),
+                next_last.eq(head_next.tag.pair),
                 uses_hi.eq(head_next.tag.uses0),
                 pops_if.eq(head_next.tag.pops0),
             ]
@@ -488,6 +493,7 @@ class Aligner(wiring.Component):
             tag.dst_off.eq(ends.dst_off),
             tag.end_off.eq(ends.dst_end[:shift]),
             tag.single.eq(tag.lout == 0),
+            tag.pair.eq(tag.lout == 1),
             tag.uses0.eq(tag.neg & (~tag.single | tag.tail)),
             tag.pops0.eq(Mux(tag.single, 1 + tag.uses0, tag.neg)),
             setup.src_left.eq(src_words_m1),
