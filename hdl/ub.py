@@ -42,46 +42,6 @@ def part_count(width_bytes):
     return width_bytes // PART_BYTES
 
 
-def _slots_step(full, served, favour_second, requesters):
-    """From the slots' state (each slot's full and served, and whether slot 1 is
-    favoured), each requester's `ready` and the state's next values: (readies, full_next,
-    favour_next, second_next), where `second_next` tells that slot 1 is the one to serve
-    next (unless slot 0 is full and goes first)."""
-    readies = [~is_full | is_served for is_full, is_served in zip(full, served)]
-    full_next = [Mux(ready, requester.valid, is_full)
-                 for ready, requester, is_full in zip(readies, requesters, full)]
-    favour_next = Mux(served[0], 1, Mux(served[1], 0, favour_second))
-    second_next = ~full_next[0] | (full_next[1] & favour_next)
-    return readies, full_next, favour_next, second_next
-
-
-def _head_next(m, name, readies, full_next, second_next, requesters, slots, test,
-               test_uses, enable=None):
-    """`upcoming(field)`: `field` of what the head holds next, from (a copy of) the
-    slots' state: each slot's `ready` and next `full`, and `second_next`.
-
-    Each slot's candidate, a new request or the held one, is picked by its `ready`, from
-    registers; only the choice between the two candidates and whether any is served wait
-    on this cycle's handshakes. Those are kept as nets shared by all bits: folded into
-    each bit's logic they would make every bit a function of the whole handshake. Only
-    the enables need `any`: with none, nothing is stored, whatever the address and data,
-    and a read's word goes to no one (`rvalid` follows `served`)."""
-    late = {"second": second_next, "any": full_next[0] | full_next[1]}
-    kept = {}
-    for key, value in late.items():
-        kept[key] = Signal(name=f"{name}_{key}", attrs={"keep": 1})
-        m.d.comb += kept[key].eq(value)
-
-    def upcoming(field):
-        candidates = [Mux(ready, getattr(requester, field), slot[field])
-                      for ready, requester, slot in zip(readies, requesters, slots)]
-        from_slot = Mux(kept["second"], candidates[1], candidates[0])
-        if field == enable:
-            from_slot = Mux(kept["any"], from_slot, 0)
-        return Mux(test_uses, test[field], from_slot)
-    return upcoming
-
-
 class _RequestSlots:
     """A one-request slot per requester in front of a memory port, served round-robin,
     and the head: the registers the memory takes its request from.
@@ -95,8 +55,7 @@ class _RequestSlots:
     slot is empty or served. Both are registers, so no combinational path runs from one
     pipe through the arbitration into the other, or from the test port into a pipe, and
     the memory's inputs are registers (`head`, and `head_addrs`: the address, a
-    `RegisterCopy` per memory part, which synthesis keeps apart, each loaded by logic of
-    its own)."""
+    `RegisterCopy` per memory part, which synthesis keeps apart)."""
 
     def __init__(self, m, name, requesters, fields, test, test_uses, parts, enable=None):
         full = [Signal(name=f"{name}_slot{k}_full") for k in range(2)]
@@ -105,8 +64,10 @@ class _RequestSlots:
                                      name=f"{name}_slot{k}_{field}") for field in fields}
                  for k in range(2)]
         favour_second = Signal(name=f"{name}_favour_second")
-        readies, full_next, favour_next, second_next = _slots_step(
-            full, self.served, favour_second, requesters)
+        readies = [~is_full | served for is_full, served in zip(full, self.served)]
+        full_next = [Mux(ready, requester.valid, is_full)
+                     for ready, requester, is_full in zip(readies, requesters, full)]
+        favour_next = Mux(self.served[0], 1, Mux(self.served[1], 0, favour_second))
         m.d.sync += [is_full.eq(value) for is_full, value in zip(full, full_next)]
         m.d.sync += favour_second.eq(favour_next)
         for ready, requester, slot in zip(readies, requesters, slots):
@@ -114,36 +75,44 @@ class _RequestSlots:
             with m.If(ready):
                 m.d.sync += [slot[field].eq(getattr(requester, field)) for field in fields]
 
-        served_next = [~test_uses & full_next[0] & ~second_next,
-                       ~test_uses & full_next[1] & second_next]
-        m.d.sync += [served.eq(value) for served, value in zip(self.served, served_next)]
+        # Slot 1 is the one to serve next unless slot 0 is full and goes first.
+        second_next = ~full_next[0] | (full_next[1] & favour_next)
+        m.d.sync += [self.served[0].eq(~test_uses & full_next[0] & ~second_next),
+                     self.served[1].eq(~test_uses & full_next[1] & second_next)]
 
-        # Each memory part's address copy is loaded by logic of its own, from a copy of
-        # the slots' state (`RegisterCopy`s, which synthesis keeps apart), so it can sit
-        # by the part's block RAMs. The data and enables share one decision: their
-        # candidates are the slots' own input muxes, which per-part copies would
-        # duplicate (the UB would be 1.7 times larger).
-        state = Cat(*full, *self.served, favour_second)
-        state_next = Cat(*full_next, *served_next, favour_next)
+        # Each slot's candidate for the head, a new request or the held one, is picked by
+        # its `ready`, a register; only the choice between the two candidates and whether
+        # any is served wait on this cycle's handshakes. Those are kept as nets shared by
+        # all bits: folded into each bit's logic they would make every bit a function of
+        # the whole handshake. Only the enables need `any`: with none, nothing is stored,
+        # whatever the address and data, and a read's word goes to no one (`rvalid`
+        # follows `served`).
+        late = {"second": second_next, "any": full_next[0] | full_next[1]}
+        kept = {}
+        for key, value in late.items():
+            kept[key] = Signal(name=f"{name}_head_{key}", attrs={"keep": 1})
+            m.d.comb += kept[key].eq(value)
+
+        def upcoming(field):
+            """`field` of what the head holds next."""
+            candidates = [Mux(ready, getattr(requester, field), slot[field])
+                          for ready, requester, slot in zip(readies, requesters, slots)]
+            from_slot = Mux(kept["second"], candidates[1], candidates[0])
+            if field == enable:
+                from_slot = Mux(kept["any"], from_slot, 0)
+            return Mux(test_uses, test[field], from_slot)
+
+        # The address reaches every block RAM: a copy per memory part, placed near it.
+        next_addr = upcoming("addr")
         self.head_addrs = []
+        for k in range(parts):
+            copy = m.submodules[f"{name}_head_addr{k}"] = RegisterCopy(len(next_addr))
+            m.d.comb += copy.d.eq(next_addr)
+            self.head_addrs.append(copy.q)
         self.head = {field: Signal.like(getattr(requesters[0], field), reset_less=True,
                                         name=f"{name}_head_{field}")
                      for field in fields if field != "addr"}
-        upcoming = _head_next(m, f"{name}_head", readies, full_next, second_next,
-                              requesters, slots, test, test_uses, enable)
         m.d.sync += [reg.eq(upcoming(field)) for field, reg in self.head.items()]
-        for k in range(parts):
-            copy = m.submodules[f"{name}_state{k}"] = RegisterCopy(len(state))
-            m.d.comb += copy.d.eq(state_next)
-            full, served, favour = list(copy.q[0:2]), list(copy.q[2:4]), copy.q[4]
-            part_readies, part_full_next, _, part_second_next = _slots_step(
-                full, served, favour, requesters)
-            upcoming = _head_next(m, f"{name}_part{k}", part_readies, part_full_next,
-                                  part_second_next, requesters, slots, test, test_uses)
-            addr = m.submodules[f"{name}_head_addr{k}"] = RegisterCopy(
-                len(requesters[0].addr))
-            m.d.comb += addr.d.eq(upcoming("addr"))
-            self.head_addrs.append(addr.q)
 
 
 class UnifiedBuffer(wiring.Component):
