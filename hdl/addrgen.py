@@ -192,6 +192,7 @@ class AddressGenerator(wiring.Component):
                 rows.payload.sid.eq(job.sid),
                 rows.payload.cache.eq(job.cache),
                 rows.payload.last.eq(ending),
+                rows.payload.new_sid.eq(0),
                 step.eq(next_step),
             ]
             with m.If(ending):
@@ -199,8 +200,11 @@ class AddressGenerator(wiring.Component):
             with m.Else():
                 self._count(m, job, counters, at_end_next, next_step)
 
+        # The sid of the last non-empty copy taken: a copy's first row tells whether its
+        # sid differs from the row before it.
+        last_sid = Signal.like(incoming.sid)
         with m.If(take & ~incoming.geom.empty):
-            m.d.sync += number.eq(number + 1)
+            m.d.sync += [number.eq(number + 1), last_sid.eq(incoming.sid)]
         with m.If(take):
             first_pad8 = _pad8(m, incoming.pad_val, incoming.geom.es)
             m.d.sync += [
@@ -216,6 +220,7 @@ class AddressGenerator(wiring.Component):
                 rows.payload.sid.eq(incoming.sid),
                 rows.payload.cache.eq(incoming.cache),
                 rows.payload.last.eq(first_ending),
+                rows.payload.new_sid.eq(incoming.sid != last_sid),
             ]
             # The counters as after the first row: the level that steps has counted it.
             for level, (counter, flag, name) in enumerate(zip(counters, at_end_next,

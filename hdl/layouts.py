@@ -46,6 +46,9 @@ class RowJob(data.Struct):
     `pad8` is the pad pattern for 8 bytes of UB starting at an 8-byte-aligned address:
     byte i is byte (i mod es) of pad_val, so replicating it fills any aligned word.
     `split`: where the first burst of the GM row at `gm_addr` ends (MTE2 and MTE3).
+    `new_sid`: the row is its copy's first and its sid differs from the row before it
+    (from the sid of the pipe's previous non-empty copy; 0 after reset), so the GM side
+    fences its bursts on a flag rather than a compare.
     """
     gm_addr: GM_ADDR_BITS
     ub_addr: UB_ADDR_BITS
@@ -58,6 +61,7 @@ class RowJob(data.Struct):
     cache: CACHE_BITS
     last: 1             # last row of its command
     split: FirstSplit
+    new_sid: 1
 
 
 class AbortSignature(wiring.Signature):

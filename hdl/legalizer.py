@@ -40,6 +40,13 @@ class GmRow(data.Struct):
     cache: CACHE_BITS
     last: 1             # last row of its command
     split: FirstSplit
+    new_sid: 1          # its sid differs from the row before it (layouts.RowJob)
+
+
+def gm_row_of(job):
+    """The GmRow fields of a layouts.RowJob: its GM side."""
+    return {"addr": job.gm_addr, "length": job.length, "sid": job.sid, "cache": job.cache,
+            "last": job.last, "split": job.split, "new_sid": job.new_sid}
 
 
 def _either(condition, if_true, if_false):
@@ -99,7 +106,7 @@ class Burst(data.Struct):
     beats: MAX_BEATS.bit_length()
     axlen: 8
     length: PAGE_BYTES.bit_length()
-    first: 1            # first burst of its row (a later one has its predecessor's sid)
+    new_sid: 1          # first burst of a row whose sid differs from the burst before
     last_of_row: 1
     last: 1             # last burst of its command
     sid: SID_BITS
@@ -170,7 +177,7 @@ class BurstSplitter(wiring.Component):
                                      split.first_beats)),
             out.payload.axlen.eq(Mux(active, Mux(fits, end_len, grid_words - 1),
                                      split.first_len)),
-            out.payload.first.eq(~active),
+            out.payload.new_sid.eq(~active & new.new_sid),
             out.payload.last_of_row.eq(now_fits),
             out.payload.last.eq(now_fits & last),
             out.payload.sid.eq(Mux(active, row.sid, new.sid)),
@@ -217,11 +224,12 @@ class BurstIssuer(wiring.Component):
     At most `max_outstanding` bursts are unfinished, counted from the moment a burst is
     taken, so at most that many are on the bus. Bursts of one ID complete in order; a burst
     with another ID waits until every earlier burst has finished, so responses never come
-    back out of order. One burst per cycle while neither limit binds; AxVALID rises one
-    clock edge after the edge that takes a burst. `bursts.ready` depends only on registers
-    and a first burst's sid: a burst that is not its row's first must have the sid of the
-    burst taken before it (as BurstSplitter's bursts do). AxLOCK, AxPROT and AxQOS stay 0
-    (normal, secure, unprivileged data access without a QoS hint).
+    back out of order. A burst's `new_sid` says its ID differs from the burst taken before
+    it (as BurstSplitter's bursts carry it from their rows), so the fence is a flag and
+    `bursts.ready` depends only on registers and that flag. One burst per cycle while
+    neither limit binds; AxVALID rises one clock edge after the edge that takes a burst.
+    AxLOCK, AxPROT and AxQOS stay 0 (normal, secure, unprivileged data access without a
+    QoS hint).
     """
 
     def __init__(self, width_bytes, max_outstanding, id_width, data_head=False):
@@ -254,7 +262,6 @@ class BurstIssuer(wiring.Component):
         push = queue.write_port()
         taken_ptr = Signal(range(depth))
         unfinished = Signal(range(depth + 1))
-        last_id = Signal(SID_BITS)
 
         # The address channel is the read side of a small FIFO: its outputs come straight
         # from registers and `bursts.ready` does not wait on AxREADY.
@@ -269,9 +276,7 @@ class BurstIssuer(wiring.Component):
         any_unfinished = Signal()
         below_limit = Signal(init=1)
         b = self.bursts
-        # A row's later bursts follow its first with the same sid, so only a first burst
-        # can meet the fence: `bursts.ready` then needs no compare of a later burst's sid.
-        fence = any_unfinished & b.payload.first & (b.payload.sid != last_id)
+        fence = any_unfinished & b.payload.new_sid
         take = Signal()
         m.d.comb += [
             b.ready.eq(a_fifo.w_rdy & below_limit & ~fence),
@@ -286,10 +291,7 @@ class BurstIssuer(wiring.Component):
             push.en.eq(take),
         ]
         with m.If(take):
-            m.d.sync += [
-                taken_ptr.eq(wrap_incr(taken_ptr)),
-                last_id.eq(b.payload.sid),
-            ]
+            m.d.sync += taken_ptr.eq(wrap_incr(taken_ptr))
 
         a = self.a
         m.d.comb += [

@@ -11,7 +11,7 @@ from .axi import AXI4ReadSignature
 from .axi_reader import AxiReader
 from .completions import WriteCompletions
 from .layouts import COPY_SEQ_BITS, AbortSignature, Completion, RowJob, UbWriteSignature
-from .legalizer import GmRow
+from .legalizer import GmRow, gm_row_of
 from .pad import PadInserter, PadRow
 from .queue import BypassQueue
 from .rowfork import RowFork
@@ -71,9 +71,7 @@ class Mte2Datapath(wiring.Component):
         pad = m.submodules.pad = PadInserter(w)
         completions = m.submodules.completions = WriteCompletions()
         fork = m.submodules.fork = RowFork({
-            "read": (GmRow, ROW_QUEUE,
-                     lambda row: {"addr": row.gm_addr, "length": row.length, "sid": row.sid,
-                                  "cache": row.cache, "last": row.last, "split": row.split}),
+            "read": (GmRow, ROW_QUEUE, gm_row_of),
             "align": (aligner.row_layout, data_queue,
                       lambda row: {"src_off": row.gm_addr[:shift],
                                    "dst_off": (row.ub_addr + row.left)[:shift],

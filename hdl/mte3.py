@@ -9,7 +9,7 @@ from model.isa import GM_ADDR_BITS
 from .axi import AXI4WriteSignature
 from .axi_writer import AxiWriter
 from .layouts import AbortSignature, Completion, RowJob, UbReadSignature
-from .legalizer import GmRow
+from .legalizer import GmRow, gm_row_of
 from .ub_reader import ub_source
 
 ROW_QUEUE = 4       # rows a stage may be handed ahead of the stage before it
@@ -49,9 +49,7 @@ class Mte3Datapath(wiring.Component):
                                                  self._id_width)
         fork, reader, aligner = ub_source(
             m, self._width, lambda row: row.gm_addr, ALIGN_QUEUE, ROW_QUEUE,
-            write=(GmRow, ROW_QUEUE,
-                   lambda row: {"addr": row.gm_addr, "length": row.length, "sid": row.sid,
-                                "cache": row.cache, "last": row.last, "split": row.split}))
+            write=(GmRow, ROW_QUEUE, gm_row_of))
 
         wiring.connect(m, wiring.flipped(self.rows), fork.rows)
         wiring.connect(m, fork.write, writer.rows)

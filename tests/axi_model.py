@@ -22,9 +22,19 @@ def beats_of(addr, length, width):
 
 
 def gm_row(row, width):
-    """A GmRow payload: `row` ({addr, length, sid, cache, last}) and where its first burst
-    ends, as the datapaths queue it (`hdl.legalizer.first_split`)."""
+    """A GmRow payload: `row` ({addr, length, sid, cache, last, new_sid}) and where its
+    first burst ends, as the datapaths queue it (`hdl.legalizer.first_split`)."""
     return {**row, "split": first_split(row["addr"], row["length"], width)}
+
+
+def mark_new_sids(rows):
+    """Sets each row's `new_sid`, as the address generator does: its sid differs from the
+    row before it (0 before the first). Returns `rows`."""
+    previous = 0
+    for row in rows:
+        row["new_sid"] = int(row["sid"] != previous)
+        previous = row["sid"]
+    return rows
 
 
 def split_row(addr, length, width):

@@ -74,7 +74,7 @@ def expected_rows(kind, copy):
                 row = {field: address[side] for field, side in ROW_ADDRESSES[kind].items()}
                 row.update(length=g["len_burst"], left=g["left_bytes"], extent=g["row_bytes"],
                            select=g["select"], pad8=pad8(copy["pad_val"], g["es"]),
-                           sid=copy["sid"], cache=copy["cache"], last=0)
+                           sid=copy["sid"], cache=copy["cache"], last=0, new_sid=0)
                 if kind in GM_KINDS:
                     row.update(first_split(row["gm_addr"], g["len_burst"], W))
                 rows.append(row)
@@ -84,10 +84,28 @@ def expected_rows(kind, copy):
     return rows
 
 
+def expected_per_copy(kind, copies):
+    """expected_rows of each copy, a copy's first row marked `new_sid` when its sid
+    differs from the previous non-empty copy's (0 before the first)."""
+    per_copy, previous = [], 0
+    for copy in copies:
+        rows = expected_rows(kind, copy)
+        if rows:
+            rows[0]["new_sid"] = int(copy["sid"] != previous)
+            previous = copy["sid"]
+        per_copy.append(rows)
+    return per_copy
+
+
+def expected_stream(kind, copies):
+    """The rows of `copies` in order, as the address generator emits them."""
+    return [row for rows in expected_per_copy(kind, copies) for row in rows]
+
+
 def as_dict(kind, row):
     fields = {name: getattr(row, name) for name in ("gm_addr", "ub_addr", "length", "left",
                                                     "extent", "select", "pad8", "sid",
-                                                    "cache", "last")}
+                                                    "cache", "last", "new_sid")}
     if kind in GM_KINDS:
         fields.update({name: getattr(row.split, name) for name in SPLIT_FIELDS})
     return fields
@@ -100,7 +118,7 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
     Returns (rows, cycles, done_empty pulses)."""
     dut = AddressGenerator(kind, W)
     rows, empties, clock = [], [], {"cycles": 0}
-    total = sum(len(expected_rows(kind, c)) for c in copies) if abort_at is None else None
+    total = len(expected_stream(kind, copies)) if abort_at is None else None
 
     async def producer(ctx):
         for copy in copies:
@@ -138,7 +156,7 @@ def test_rows_follow_c_loops(kind):
     rng = random.Random(kind.name)
     copies = [random_checked_copy(rng, kind) for _ in range(120)]
     rows, _, empties = run_copies(kind, copies, stall=0.3, rng=rng)
-    expected = [row for copy in copies for row in expected_rows(kind, copy)]
+    expected = expected_stream(kind, copies)
     assert len(rows) == len(expected)
     for index, (got, want) in enumerate(zip(rows, expected)):
         assert got == want, index
@@ -151,7 +169,7 @@ def test_one_row_per_cycle():
     rng = random.Random(7)
     copies = [random_checked_copy(rng, kind, empty_share=0) for _ in range(30)]
     rows, cycles, _ = run_copies(kind, copies, stall=0, rng=rng)
-    assert rows == [row for copy in copies for row in expected_rows(kind, copy)]
+    assert rows == expected_stream(kind, copies)
     # the first row is on `rows` one edge after its copy is taken, then one per cycle
     assert cycles == len(rows) + 1
 
@@ -172,7 +190,7 @@ def test_abort_cuts_the_copy_short():
     small["geom"].update(n_burst=2, loop1_count=1, loop2_count=2)
     # Copy numbers count non-empty copies only: big is copy 1, small copy 2.
     copies = [small, empty, big, small]
-    want = [expected_rows(kind, copy) for copy in copies]
+    want = expected_per_copy(kind, copies)
     for stall in (0, 0.5):
         for cut in (1, 7, 58):
             rows, _, _ = run_copies(kind, copies, stall=stall, rng=rng,
@@ -196,7 +214,7 @@ def test_abort_of_another_copy_does_nothing(copy_number):
     second["geom"].update(n_burst=4, loop1_count=2, loop2_count=1)
     rows, _, _ = run_copies(kind, [first, second], stall=0, rng=rng,
                             abort_at={2: copy_number, 4: copy_number})
-    assert rows == expected_rows(kind, first) + expected_rows(kind, second)
+    assert rows == expected_stream(kind, [first, second])
 
 
 @pytest.mark.parametrize("kind", COPY_KINDS)

@@ -5,7 +5,8 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from axi_model import PAGE, AxiMemory, Timing, beats_of, gm_row, split_row
+from axi_model import (PAGE, AxiMemory, Timing, beats_of, gm_row, mark_new_sids,
+                       split_row)
 from hdl.axi import Resp
 from hdl.axi_reader import AxiReader
 from hdl.axi_writer import AxiWriter
@@ -74,6 +75,7 @@ def run_read(width, commands, rng, timing, errors=(), max_outstanding=8, stall_i
              stall_out=0.1):
     dut = AxiReader(width, max_outstanding=max_outstanding)
     memory = AxiMemory(BASE, SIZE, width, rng, timing, errors)
+    mark_new_sids([row for rows in commands for row in rows])
     expected = expected_read_beats(memory, commands, width)
     got = []
 
@@ -172,6 +174,7 @@ def run_write(width, commands, rng, timing, error_pages=(), max_outstanding=8,
     errors = [(BASE + p * PAGE, BASE + (p + 1) * PAGE, resp) for p, resp in error_pages]
     memory = AxiMemory(BASE, SIZE, width, rng, timing, errors)
     bad_pages = {BASE // PAGE + p for p, _ in error_pages}
+    mark_new_sids([row for rows in commands for row in rows])
 
     # The expected GM: every row in order, except bytes of pages that answer with errors.
     expected = bytearray(memory.mem)
@@ -282,7 +285,8 @@ def test_write_full_rate(width):
     rng = random.Random(60 + width)
     dut = AxiWriter(width)
     memory = AxiMemory(BASE, SIZE, width, rng, Timing(latency=(20, 20)))
-    row = {"addr": BASE + 3, "length": 40 * width * 8, "sid": 0, "cache": 0, "last": 1}
+    row = {"addr": BASE + 3, "length": 40 * width * 8, "sid": 0, "cache": 0, "last": 1,
+           "new_sid": 0}
     words = row_words(rng, row, width)
     cycles = []
 

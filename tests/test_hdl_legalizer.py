@@ -8,7 +8,7 @@ from amaranth.back import verilog
 from hdl.layouts import LEN_BITS
 from hdl.legalizer import PAGE_BYTES, BurstSplitter
 from model.isa import GM_ADDR_BITS
-from axi_model import beats_of, gm_row, split_row
+from axi_model import beats_of, gm_row, mark_new_sids, split_row
 from hdl_helpers import idle, run_sim, stream_collect, stream_put
 
 TOP = 1 << GM_ADDR_BITS
@@ -44,7 +44,7 @@ def random_rows(rng, width, count):
                      "cache": rng.randrange(16), "last": int(rng.random() < 0.3)})
     # One row of the largest length, ending at the last GM byte.
     rows.append({"addr": TOP - MAX_LEN, "length": MAX_LEN, "sid": 5, "cache": 9, "last": 1})
-    return rows
+    return mark_new_sids(rows)
 
 
 def run_splitter(width, rows, rng, stall_in, stall_out):
@@ -74,7 +74,7 @@ def check_bursts(width, rows, got):
             _, b = got[i]
             i += 1
             assert (b.addr, b.length, b.beats) == (addr, length, beats), (row, n)
-            assert b.first == (n == 0)
+            assert b.new_sid == (n == 0 and row["new_sid"])
             assert b.last_of_row == (n == len(ref) - 1)
             assert b.last == (b.last_of_row and row["last"])
             assert (b.sid, b.cache) == (row["sid"], row["cache"])
@@ -107,6 +107,7 @@ def test_splitter_one_burst_per_cycle(width):
     rng = random.Random(100 + width)
     rows = [{"addr": rng.randrange(TOP >> 1), "length": rng.choice((1, width, 5000, 9000)),
              "sid": 1, "cache": 2, "last": 0} for _ in range(60)]
+    mark_new_sids(rows)
     got = run_splitter(width, rows, rng, stall_in=0, stall_out=0)
     check_bursts(width, rows, got)
     cycles = [c for c, _ in got]
