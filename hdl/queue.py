@@ -51,7 +51,7 @@ class BypassQueue(wiring.Component):
             return Mux(ptr == slots - 1, 0, ptr + 1)
 
         out_free = ~self.r_rdy | self.r_en
-        has_room = held != slots
+        has_room = Signal(init=1)               # held != slots, as a register
         has_head = held != 0
         written = self.w_en & has_room
         queued = written & ~(~has_head & out_free)     # not bypassed
@@ -68,7 +68,8 @@ class BypassQueue(wiring.Component):
             m.d.sync += w_ptr.eq(wrap_incr(w_ptr))
         with m.If(refill):
             m.d.sync += r_ptr.eq(wrap_incr(r_ptr))
-        m.d.sync += held.eq(held + queued - refill)
+        held_next = held + queued - refill
+        m.d.sync += [held.eq(held_next), has_room.eq(held_next != slots)]
         with m.If(out_free):
             m.d.sync += [self.r_data.eq(Mux(has_head, head.data, self.w_data)),
                          self.r_rdy.eq(has_head | self.w_en)]
