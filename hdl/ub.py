@@ -9,6 +9,7 @@ from model.isa import DEFAULT_PROFILE, PROFILES
 
 from .block_ram import READ_LATENCY, BlockRam
 from .layouts import UbReadSignature, UbWriteSignature, ub_word_bits
+from .kept_lut import KeptLut, truth_table
 from .register_copy import RegisterCopy
 
 
@@ -58,40 +59,50 @@ class _RequestSlots:
     `RegisterCopy` per memory part, which synthesis keeps apart)."""
 
     def __init__(self, m, name, requesters, fields, test, test_uses, parts, enable=None):
-        full = [Signal(name=f"{name}_slot{k}_full") for k in range(2)]
+        # Each slot's `ready` (empty or served) is a register, and so is `favour`: that
+        # slot 1 goes first if both are full on the next cycle, worked out a cycle ahead.
+        # A slot that is not ready is full, so a slot is full next exactly when it is not
+        # ready or its requester offers a request: the decision is a gate or two.
+        readies = [Signal(name=f"{name}_slot{k}_ready", init=1) for k in range(2)]
         self.served = [Signal(name=f"{name}_slot{k}_served") for k in range(2)]
         slots = [{field: Signal.like(getattr(requesters[0], field), reset_less=True,
                                      name=f"{name}_slot{k}_{field}") for field in fields}
                  for k in range(2)]
-        favour_second = Signal(name=f"{name}_favour_second")
-        readies = [~is_full | served for is_full, served in zip(full, self.served)]
-        full_next = [Mux(ready, requester.valid, is_full)
-                     for ready, requester, is_full in zip(readies, requesters, full)]
-        favour_next = Mux(self.served[0], 1, Mux(self.served[1], 0, favour_second))
-        m.d.sync += [is_full.eq(value) for is_full, value in zip(full, full_next)]
-        m.d.sync += favour_second.eq(favour_next)
+        favour = Signal(name=f"{name}_favour_second")
+        full_next = [~ready | requester.valid for ready, requester in zip(readies, requesters)]
         for ready, requester, slot in zip(readies, requesters, slots):
             m.d.comb += requester.ready.eq(ready)
             with m.If(ready):
                 m.d.sync += [slot[field].eq(getattr(requester, field)) for field in fields]
 
-        # Slot 1 is the one to serve next unless slot 0 is full and goes first.
-        second_next = ~full_next[0] | (full_next[1] & favour_next)
-        m.d.sync += [self.served[0].eq(~test_uses & full_next[0] & ~second_next),
-                     self.served[1].eq(~test_uses & full_next[1] & second_next)]
-
-        # Each slot's candidate for the head, a new request or the held one, is picked by
-        # its `ready`, a register; only the choice between the two candidates and whether
-        # any is served wait on this cycle's handshakes. Those are kept as nets shared by
-        # all bits: folded into each bit's logic they would make every bit a function of
-        # the whole handshake. Only the enables need `any`: with none, nothing is stored,
-        # whatever the address and data, and a read's word goes to no one (`rvalid`
-        # follows `served`).
-        late = {"second": second_next, "any": full_next[0] | full_next[1]}
+        # Slot 1 is the one to serve next unless slot 0 is full and goes first; some slot
+        # is served unless both are empty. Each bit of the head takes these decisions as
+        # inputs: they are `KeptLut`s, as ABC would otherwise fold them into every bit's
+        # logic. Only the choice between the two candidates (each slot's, a new request or
+        # the held one, is picked by its `ready` register) and, for the enables, whether
+        # any is served wait on this cycle's handshakes. With none served nothing is
+        # stored, whatever the address and data, and a read's word goes to no one
+        # (`rvalid` follows `served`).
+        valids = [requester.valid for requester in requesters]
+        decisions = {
+            "second": (lambda v0, v1, r0, r1, favour:
+                       (r0 and not v0) or ((not r1 or v1) and favour),
+                       Cat(*valids, *readies, favour)),
+            "any": (lambda v0, v1, r0, r1: not r0 or v0 or not r1 or v1,
+                    Cat(*valids, *readies)),
+        }
         kept = {}
-        for key, value in late.items():
-            kept[key] = Signal(name=f"{name}_head_{key}", attrs={"keep": 1})
-            m.d.comb += kept[key].eq(value)
+        for key, (function, inputs) in decisions.items():
+            lut = m.submodules[f"{name}_{key}"] = KeptLut(
+                len(inputs), truth_table(function, len(inputs)))
+            m.d.comb += lut.a.eq(inputs)
+            kept[key] = lut.z
+        served_next = [~test_uses & full_next[0] & ~kept["second"],
+                       ~test_uses & full_next[1] & kept["second"]]
+        m.d.sync += [served.eq(value) for served, value in zip(self.served, served_next)]
+        m.d.sync += [ready.eq(~is_full | served)
+                     for ready, is_full, served in zip(readies, full_next, served_next)]
+        m.d.sync += favour.eq(Mux(served_next[0], 1, Mux(served_next[1], 0, favour)))
 
         def upcoming(field):
             """`field` of what the head holds next."""

@@ -1,0 +1,107 @@
+"""hdl.kept_lut.KeptLut: a function's table, and the ECP5 cells that keep it apart."""
+
+import gc
+import json
+import random
+
+import pytest
+from amaranth.hdl import Module, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from hdl.ecp5 import Ecp5Target
+from hdl.fpga_build import write_verilog, yosys
+from hdl.kept_lut import KeptLut, lut4_inits, truth_table
+
+LOADS = 32
+
+
+def lut4(init, a, b, c, d):
+    """The ECP5 LUT4: Z = INIT[{D, C, B, A}]."""
+    return (init >> (8 * d + 4 * c + 2 * b + a)) & 1
+
+
+def ecp5_value(inits, bits):
+    """What lut4_inits' cells give for input bits a[0..]: one LUT4, or two into a PFUMX
+    (Z = C0 ? ALUT : BLUT, C0 = a[4])."""
+    pins = (list(bits) + [0, 0, 0, 0])[:4]
+    if len(inits) == 1:
+        return lut4(inits[0], *pins)
+    return lut4(inits[0] if bits[4] else inits[1], *pins)
+
+
+def test_truth_table_bit_order():
+    # bit i of the table is function(bit 0 of i, bit 1 of i)
+    assert truth_table(lambda a, b: a and not b, 2) == 0b0010
+
+
+@pytest.mark.parametrize("width", range(1, 6))
+def test_ecp5_cells_give_the_table(width):
+    rng = random.Random(width)
+    for _ in range(20):
+        table = rng.getrandbits(1 << width)
+        inits = lut4_inits(table, width)
+        assert len(inits) == (1 if width <= 4 else 2)
+        for i in range(1 << width):
+            bits = [(i >> k) & 1 for k in range(width)]
+            assert ecp5_value(inits, bits) == (table >> i) & 1, (table, i)
+
+
+@pytest.mark.parametrize("width", [1, 3, 5])
+def test_plain_form_looks_up_the_table(width):
+    table = random.Random(10 + width).getrandbits(1 << width)
+    dut = KeptLut(width, table)
+
+    async def bench(ctx):
+        for i in range(1 << width):
+            ctx.set(dut.a, i)
+            assert ctx.get(dut.z) == (table >> i) & 1
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+@pytest.mark.parametrize("width, table", [(0, 0), (6, 0), (2, 1 << 4)])
+def test_refuses_what_a_slice_cannot_hold(width, table):
+    with pytest.raises(ValueError):
+        KeptLut(width, table)
+    gc.collect()        # the refused object's never-used warning, while it is filtered
+
+
+class SharedDecision(wiring.Component):
+    """A five-input decision that selects between two words, bit by bit."""
+    a: In(5)
+    x: In(LOADS)
+    y: In(LOADS)
+    out: Out(LOADS)
+
+    def __init__(self, table):
+        self._table = table
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        decision = m.submodules.decision = KeptLut(5, self._table)
+        m.d.comb += [decision.a.eq(self.a), self.out.eq(Mux(decision.z, self.x, self.y))]
+        return m
+
+
+def test_ecp5_form_is_kept_out_of_its_loads(tmp_path):
+    top = "shared"
+    table = truth_table(lambda v0, v1, r0, r1, f: (r0 and not v0) or ((not r1 or v1) and f), 5)
+    write_verilog(SharedDecision(table), top, tmp_path / f"{top}.v", Ecp5Target())
+    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
+    module = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]
+    cells = module["cells"].values()
+    inputs = set(module["ports"]["a"]["bits"])
+    readers = [cell for cell in cells
+               if any(bit in inputs for bits in cell["connections"].values() for bit in bits)]
+    # the decision's inputs reach only its own cells: two LUT4 with the tables' halves
+    # and the PFUMX that picks between them
+    assert sorted(cell["type"] for cell in readers) == ["LUT4", "LUT4", "PFUMX"]
+    inits = sorted(int(cell["parameters"]["INIT"], 2) for cell in readers
+                   if cell["type"] == "LUT4")
+    assert inits == sorted(lut4_inits(table, 5))
