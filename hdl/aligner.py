@@ -281,7 +281,8 @@ class Aligner(wiring.Component):
         # Source words of the current row still to come after this one; whether this one
         # is the last is known a cycle ahead (`_row_load_decisions`).
         src_left = Signal(index_bits)
-        # Whether the source may go on: there is room in the rotator for the word.
+        # The rotator can take a word next cycle: its last stage will not then hold a
+        # word the queue has no room for.
         src_room = Signal()
         src_ready, src_take = self._row_load_decisions(
             m, next_rows, self.src.valid, src_room, setup_valid,

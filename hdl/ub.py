@@ -8,8 +8,8 @@ from amaranth.utils import exact_log2
 from model.isa import DEFAULT_PROFILE, PROFILES
 
 from .block_ram import READ_LATENCY, BlockRam
-from .layouts import UbReadSignature, UbWriteSignature, ub_word_bits
 from .kept_lut import KeptLut, truth_table
+from .layouts import UbReadSignature, UbWriteSignature, ub_word_bits
 from .register_copy import RegisterCopy
 
 
@@ -62,7 +62,7 @@ class _RequestSlots:
         # Each slot's `ready` (empty or served) is a register, and so is `favour`: that
         # slot 1 goes first if both are full on the next cycle, worked out a cycle ahead.
         # A slot that is not ready is full, so a slot is full next exactly when it is not
-        # ready or its requester offers a request: the decision is a gate or two.
+        # ready or its requester offers a request: each decision below is one slice.
         readies = [Signal(name=f"{name}_slot{k}_ready", init=1) for k in range(2)]
         self.served = [Signal(name=f"{name}_slot{k}_served") for k in range(2)]
         slots = [{field: Signal.like(getattr(requesters[0], field), reset_less=True,
