@@ -68,8 +68,13 @@ class BypassQueue(wiring.Component):
             m.d.sync += w_ptr.eq(wrap_incr(w_ptr))
         with m.If(refill):
             m.d.sync += r_ptr.eq(wrap_incr(r_ptr))
-        held_next = held + queued - refill
-        m.d.sync += [held.eq(held_next), has_room.eq(held_next != slots)]
+        m.d.sync += held.eq(held + queued - refill)
+        # Room after this edge, from the handshakes and a compare of `held` alone, so no
+        # add sits in front of it.
+        with m.If(queued & ~refill):
+            m.d.sync += has_room.eq(held != slots - 1)
+        with m.Elif(refill & ~queued):
+            m.d.sync += has_room.eq(1)
         with m.If(out_free):
             m.d.sync += [self.r_data.eq(Mux(has_head, head.data, self.w_data)),
                          self.r_rdy.eq(has_head | self.w_en)]
