@@ -13,7 +13,7 @@ from model.isa import GM_ADDR_BITS
 from .arith import sum_mod
 from .axi import AXI4AddressSignature, BurstType
 from .layouts import CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES, SID_BITS
-from .queue import BypassQueue
+from .queue import BypassQueue, wrap_incr
 
 
 def check_width(width_bytes):
@@ -255,9 +255,6 @@ class BurstIssuer(wiring.Component):
         depth = self._depth
         shift = self._shift
 
-        def wrap_incr(ptr):
-            return Mux(ptr == depth - 1, 0, ptr + 1)
-
         queue = m.submodules.queue = Memory(shape=Burst, depth=depth, init=[])
         push = queue.write_port()
         taken_ptr = Signal(range(depth))
@@ -291,7 +288,7 @@ class BurstIssuer(wiring.Component):
             push.en.eq(take),
         ]
         with m.If(take):
-            m.d.sync += taken_ptr.eq(wrap_incr(taken_ptr))
+            m.d.sync += taken_ptr.eq(wrap_incr(taken_ptr, depth))
 
         a = self.a
         m.d.comb += [
@@ -316,7 +313,7 @@ class BurstIssuer(wiring.Component):
                 port.valid.eq(count != 0),
             ]
             with m.If(pop):
-                m.d.sync += ptr.eq(wrap_incr(ptr))
+                m.d.sync += ptr.eq(wrap_incr(ptr, depth))
             count_next = Signal.like(count, name=f"{name}_count_next")
             m.d.comb += count_next.eq(count + take - pop)
             m.d.sync += count.eq(count_next)

@@ -6,6 +6,11 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 
+def wrap_incr(ptr, depth):
+    """A ring pointer of `depth` entries stepped by one."""
+    return Mux(ptr == depth - 1, 0, ptr + 1)
+
+
 class BypassQueue(wiring.Component):
     """SyncFIFOBuffered's ports and level, with one edge less latency.
 
@@ -47,9 +52,6 @@ class BypassQueue(wiring.Component):
         r_ptr = Signal(range(slots))
         held = Signal(range(slots + 1))         # entries in the inner queue
 
-        def wrap_incr(ptr):
-            return Mux(ptr == slots - 1, 0, ptr + 1)
-
         out_free = ~self.r_rdy | self.r_en
         has_room = Signal(init=1)               # held != slots, as a register
         has_head = held != 0
@@ -65,9 +67,9 @@ class BypassQueue(wiring.Component):
             self.level.eq(held + self.r_rdy),
         ]
         with m.If(queued):
-            m.d.sync += w_ptr.eq(wrap_incr(w_ptr))
+            m.d.sync += w_ptr.eq(wrap_incr(w_ptr, slots))
         with m.If(refill):
-            m.d.sync += r_ptr.eq(wrap_incr(r_ptr))
+            m.d.sync += r_ptr.eq(wrap_incr(r_ptr, slots))
         m.d.sync += held.eq(held + queued - refill)
         # Room after this edge, from the handshakes and a compare of `held` alone, so no
         # add sits in front of it.
