@@ -10,9 +10,10 @@ MAX_INPUTS = 5          # one ECP5 slice: two LUT4 and a PFUMX
 
 
 def truth_table(function, width):
-    """The table of `function` over `width` bits: bit i is function(bit 0 of i, bit 1 of
-    i, ...) for i in 0 .. 2^width - 1."""
-    return sum(int(bool(function(*((i >> k) & 1 for k in range(width))))) << i
+    """The table of `function` over `width` bits: bit i is bit 0 of function(bit 0 of i,
+    bit 1 of i, ...) for i in 0 .. 2^width - 1. So a function written with bitwise
+    operators serves both as logic on 1-bit Values and as its own table."""
+    return sum((function(*((i >> k) & 1 for k in range(width))) & 1) << i
                for i in range(1 << width))
 
 

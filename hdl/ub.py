@@ -43,6 +43,19 @@ def part_count(width_bytes):
     return width_bytes // PART_BYTES
 
 
+# The arbitration's rules, in bitwise operators: logic on 1-bit Values, and through
+# kept_lut.truth_table the tables of the KeptLuts that decide the head.
+def _full_next(ready, valid):
+    """A slot is full on the next cycle: it is not ready (so full and not served) or its
+    requester offers a request."""
+    return ~ready | valid
+
+
+def _second_next(full0, full1, favour):
+    """Slot 1 is served next unless slot 0 is full and goes first."""
+    return ~full0 | (full1 & favour)
+
+
 class _RequestSlots:
     """A one-request slot per requester in front of a memory port, served round-robin,
     and the head: the registers the memory takes its request from.
@@ -69,26 +82,26 @@ class _RequestSlots:
                                      name=f"{name}_slot{k}_{field}") for field in fields}
                  for k in range(2)]
         favour = Signal(name=f"{name}_favour_second")
-        full_next = [~ready | requester.valid for ready, requester in zip(readies, requesters)]
+        full_next = [_full_next(ready, requester.valid)
+                     for ready, requester in zip(readies, requesters)]
         for ready, requester, slot in zip(readies, requesters, slots):
             m.d.comb += requester.ready.eq(ready)
             with m.If(ready):
                 m.d.sync += [slot[field].eq(getattr(requester, field)) for field in fields]
 
-        # Slot 1 is the one to serve next unless slot 0 is full and goes first; some slot
-        # is served unless both are empty. Each bit of the head takes these decisions as
-        # inputs: they are `KeptLut`s, as ABC would otherwise fold them into every bit's
-        # logic. Only the choice between the two candidates (each slot's, a new request or
-        # the held one, is picked by its `ready` register) and, for the enables, whether
-        # any is served wait on this cycle's handshakes. With none served nothing is
-        # stored, whatever the address and data, and a read's word goes to no one
-        # (`rvalid` follows `served`).
+        # Which slot is served next, and whether any is (unless both are empty). Each bit
+        # of the head takes these decisions as inputs: they are `KeptLut`s, as ABC would
+        # otherwise fold them into every bit's logic. Only the choice between the two
+        # candidates (each slot's, a new request or the held one, is picked by its
+        # `ready` register) and, for the enables, whether any is served wait on this
+        # cycle's handshakes. With none served nothing is stored, whatever the address
+        # and data, and a read's word goes to no one (`rvalid` follows `served`).
         valids = [requester.valid for requester in requesters]
         decisions = {
             "second": (lambda v0, v1, r0, r1, favour:
-                       (r0 and not v0) or ((not r1 or v1) and favour),
+                       _second_next(_full_next(r0, v0), _full_next(r1, v1), favour),
                        Cat(*valids, *readies, favour)),
-            "any": (lambda v0, v1, r0, r1: not r0 or v0 or not r1 or v1,
+            "any": (lambda v0, v1, r0, r1: _full_next(r0, v0) | _full_next(r1, v1),
                     Cat(*valids, *readies)),
         }
         kept = {}
