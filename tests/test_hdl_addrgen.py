@@ -10,6 +10,7 @@ from hdl.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
 from hdl.checker import COPY_KINDS, LOOP_COUNTS, geometry_layout, has_loops
 from hdl.layouts import FirstSplit
 from hdl.legalizer import first_split
+from axi_model import mark_new_sids
 from hdl_helpers import run_sim, stream_put
 from model.isa import Opcode
 
@@ -74,7 +75,7 @@ def expected_rows(kind, copy):
                 row = {field: address[side] for field, side in ROW_ADDRESSES[kind].items()}
                 row.update(length=g["len_burst"], left=g["left_bytes"], extent=g["row_bytes"],
                            select=g["select"], pad8=pad8(copy["pad_val"], g["es"]),
-                           sid=copy["sid"], cache=copy["cache"], last=0, new_sid=0)
+                           sid=copy["sid"], cache=copy["cache"], last=0)
                 if kind in GM_KINDS:
                     row.update(first_split(row["gm_addr"], g["len_burst"], W))
                 rows.append(row)
@@ -85,15 +86,10 @@ def expected_rows(kind, copy):
 
 
 def expected_per_copy(kind, copies):
-    """expected_rows of each copy, a copy's first row marked `new_sid` when its sid
-    differs from the previous non-empty copy's (0 before the first)."""
-    per_copy, previous = [], 0
-    for copy in copies:
-        rows = expected_rows(kind, copy)
-        if rows:
-            rows[0]["new_sid"] = int(copy["sid"] != previous)
-            previous = copy["sid"]
-        per_copy.append(rows)
+    """expected_rows of each copy, each row marked `new_sid` when its sid differs from
+    the row before it: a copy's rows share its sid, so only a copy's first row can be."""
+    per_copy = [expected_rows(kind, copy) for copy in copies]
+    mark_new_sids([row for rows in per_copy for row in rows])
     return per_copy
 
 
