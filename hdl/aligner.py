@@ -31,6 +31,7 @@ from amaranth.lib.wiring import In, Out
 
 from .layouts import LEN_BITS
 from .muxes import mux_tree
+from .register_copy import RegisterCopy
 
 # Bits of the rotate amount each rotator stage resolves: an 8:1 mux per data bit.
 ROTATE_BITS = 3
@@ -38,6 +39,10 @@ ROTATE_BITS = 3
 # Copies of the decision to load the next row, one per group of flip-flops it enables:
 # the row registers, the set-up stage and the set-up stage's skid register.
 ROW_LOAD_GROUPS = 3
+
+# Groups each rotator stage's data is split into, each enabled from its own copies of the
+# registers the rotator's hold is made of (see Aligner.elaborate).
+ROTATOR_GROUPS = 2
 
 # The merge sees the two oldest entries; two more keep the rotator flowing. A power of
 # two: the ring's pointers wrap by truncation.
@@ -261,6 +266,10 @@ class Aligner(wiring.Component):
         st_valid = [Signal(name=f"rot{i}_valid") for i in range(stages)]
         st = [Signal(entry_layout, name=f"rot{i}") for i in range(stages)]
         advance = Signal()
+        # The next values of the last stage's valid and of `full`: the wide registers'
+        # enables are worked out from copies of the two (see _data_advance).
+        last_valid_next = Signal()
+        full_next = Signal()
 
         # --- Queue of rotated words: a ring; a word is written at `wr` and stays put, and
         # the merge reads the two oldest, at `rd` and `rd + 1`. So what the merge decides
@@ -293,18 +302,21 @@ class Aligner(wiring.Component):
         with m.Elif(src_take):
             m.d.sync += src_left.eq(src_left - 1)
 
+        group_bits = 8 * width // ROTATOR_GROUPS
         for i, (lo, hi) in enumerate(_rotate_slices(width)):
             if i == 0:
                 valid_in, data_in, tag_in = src_take, self.src.payload.data, tag
             else:
                 valid_in, data_in, tag_in = st_valid[i - 1], st[i - 1].data, st[i - 1].tag
-            amount = tag_in.r[lo:hi]
+            rotated = _rotate_left(data_in, tag_in.r[lo:hi], 8 << lo)
             with m.If(advance):
-                m.d.sync += [
-                    st_valid[i].eq(valid_in),
-                    st[i].data.eq(_rotate_left(data_in, amount, 8 << lo)),
-                    st[i].tag.eq(tag_in),
-                ]
+                m.d.sync += st_valid[i].eq(valid_in)
+            for g in range(ROTATOR_GROUPS):
+                part = slice(g * group_bits, (g + 1) * group_bits)
+                with m.If(self._data_advance(m, f"rot{i}_{g}", last_valid_next, full_next)):
+                    m.d.sync += st[i].data[part].eq(rotated[part])
+                    if g == 0:
+                        m.d.sync += st[i].tag.eq(tag_in)
 
         push = Signal()
         incoming = Signal(slot_layout)
@@ -338,9 +350,11 @@ class Aligner(wiring.Component):
         next_last = Signal()            # k + 1 is the row's last output
         uses_hi = Signal()              # lanes [r, W) come from the hi word
         pops_if = Signal(2)             # entries it retires
-        # The queue's fill as flags, registered with the count, so `emit` is one LUT.
+        # The queue's fill as flags, registered with the count, so `emit` is one LUT and
+        # whether the queue will be full is a gate or two from registers.
         nonempty = Signal()             # count != 0
         two = Signal()                  # count >= 2
+        almost_full = Signal()          # count == QUEUE_DEPTH - 1
         room = Signal()
         emit = Signal()
         pops = Signal(2)
@@ -367,15 +381,22 @@ class Aligner(wiring.Component):
                     pops_if.eq(1 + (next_last & head.tag.tail)),
                 ]
         next_count = Signal.like(count)
-        m.d.comb += next_count.eq(count + push - pops)
-        last_valid_next = Mux(advance, st_valid[-2] if stages > 1 else src_take, st_valid[-1])
-        m.d.comb += src_room.eq(~last_valid_next | (next_count != QUEUE_DEPTH))
+        # The queue is full next only if it is full now or one short with a word pushed
+        # (a full queue takes none), and no entry leaves: no sum on the source's path.
+        m.d.comb += [
+            next_count.eq(count + push - pops),
+            last_valid_next.eq(Mux(advance, st_valid[-2] if stages > 1 else src_take,
+                                   st_valid[-1])),
+            full_next.eq(~(emit & pops_if.any()) & (full | (almost_full & st_valid[-1]))),
+            src_room.eq(~last_valid_next | ~full_next),
+        ]
         m.d.sync += [
             rd.eq(rd + pops),
             count.eq(next_count),
             nonempty.eq(next_count != 0),
             two.eq(next_count >= 2),
-            full.eq(next_count == QUEUE_DEPTH),
+            almost_full.eq(next_count == QUEUE_DEPTH - 1),
+            full.eq(full_next),
         ]
         for i in range(QUEUE_DEPTH):
             popped = (i - rd)[:len(rd)] < pops
@@ -417,6 +438,22 @@ class Aligner(wiring.Component):
             room.eq(buffered_output(m, self.dst, word, emit)),
         ]
         return m
+
+    @staticmethod
+    def _data_advance(m, name, last_valid_next, full_next):
+        """The rotator's advance (its last stage is empty or the queue is not full) for
+        one group of its wide registers, from the group's own copies of the last stage's
+        valid and of `full`. The copies load the same values as those registers, so the
+        enable is the same every cycle; but the net that reaches the group's few hundred
+        flip-flops is not the one the decision to take a source word starts from, and
+        each copy can sit beside its group."""
+        copy = m.submodules[f"{name}_hold"] = RegisterCopy(2)
+        enable = Signal(name=f"{name}_advance")
+        m.d.comb += [
+            copy.d.eq(Cat(last_valid_next, full_next)),
+            enable.eq(~copy.q[0] | ~copy.q[1]),
+        ]
+        return enable
 
     @staticmethod
     def _row_load_decisions(m, next_rows, src_valid, src_room, setup_valid, loaded_last,
