@@ -13,9 +13,9 @@ from amaranth.utils import exact_log2
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PIPE_REGISTERS,
                        PROFILES, UB_LINE, ErrorCode, Opcode, dtype_supported)
 
-from .arith import compress
+from .arith import compress, sum_mod
 from .commands import op_layout
-from .layouts import CACHE_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS
+from .layouts import CACHE_BITS, CMD_INDEX_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS
 from .multiplier import OPERAND_BITS, RegisteredMultiplier
 from .regfile import counts_less_one_layout, registers_layout
 
@@ -46,9 +46,10 @@ def has_loops(kind):
 
 
 def request_layout(kind):
-    """What the checker needs: the copy's fields and, for MTE2/MTE3, its pipe's registers."""
+    """What the checker needs: the copy's fields and, for MTE2/MTE3, its pipe's registers;
+    and the command's index, which it passes on to the result."""
     op = OP_BY_OPCODE[kind]
-    members = {"fields": op_layout(op)}
+    members = {"fields": op_layout(op), "index": CMD_INDEX_BITS}
     if has_loops(kind):
         members["regs"] = registers_layout(op.pipe)
         members["counts_less_one"] = counts_less_one_layout(op.pipe)
@@ -108,8 +109,10 @@ def spans_layout(kind):
 def checked_copy_layout(kind):
     """The checker's result, which is also the address generator's input.
 
-    `cache` is 0 for UB->UB (no such field), `pad_val` 0 except for MTE2."""
+    `cache` is 0 for UB->UB (no such field), `pad_val` 0 except for MTE2; `index` is the
+    request's."""
     return data.StructLayout({
+        "index": CMD_INDEX_BITS,
         "error": ErrorCode,
         "geom": geometry_layout(kind),
         "sid": SID_BITS,
@@ -179,15 +182,19 @@ def _partial_products(m, accept, a, b, cap, name, copies, weight=0):
     return terms
 
 
-def _carry_save_sum(m, terms, cap, name):
+def _carry_save_sum(m, terms, cap, limit, name):
     """Sums ((value, flag), stage) terms: values below 2^cap (None: a flag alone), a flag
     says the true term is 2^cap or more, and a term joins at the stage its value is ready
     (and stays valid: the request is held). Carry-save levels reduce the vectors, up to
     CSA_LEVELS per stage, until FINAL_FANIN are left (and no term is still to come); then
     two vectors and their carry-propagate add make the final stage. The vectors are wide
-    enough for the exact sum of all the values (no carry is lost), so the sum's bits from
-    2^cap up are a flag like the terms'.
-    Returns (sum mod 2^cap, flag, stage of the sum)."""
+    enough for the exact sum of all the values (no carry is lost).
+
+    Whether the true sum is beyond `limit` (below 2^cap) is registered beside it, from the
+    same vectors: sum > limit exactly when sum + (2^width - 1 - limit) carries out of the
+    vectors' width, one carry chain beside the sum's; a flag makes it so too. So no
+    compare follows the sum. Returns (sum mod 2^cap, beyond, stage of the sum)."""
+    assert 0 <= limit < 1 << cap
     width = cap + (sum(value is not None for (value, _), _ in terms) - 1).bit_length()
     stage = min(s for _, s in terms)
     vectors, flags, waiting = [], [], list(terms)
@@ -197,12 +204,12 @@ def _carry_save_sum(m, terms, cap, name):
         vectors += [value for value, _ in joining if value is not None]
         flags += [flag for _, flag in joining]
         if not waiting and len(vectors) <= FINAL_FANIN:
+            above = sum_mod(vectors + [(1 << width) - 1 - limit], width + 1)[width]
             while len(vectors) > 2:
                 vectors = compress(vectors, width)
-            total = _reg(m, sum(vectors[1:], vectors[0])[:width], f"{name}_s{stage + 1}")
-            over = _reg(m, Cat(*flags).any(), f"{name}_s{stage + 1}_over")
-            value, carry = _capped(total, cap)
-            return value, over | carry, stage + 1
+            total = _reg(m, sum(vectors[1:], vectors[0])[:cap], f"{name}_s{stage + 1}")
+            beyond = _reg(m, Cat(*flags).any() | above, f"{name}_s{stage + 1}_beyond")
+            return total, beyond, stage + 1
         if len(vectors) > FINAL_FANIN:
             for _ in range(CSA_LEVELS):
                 if len(vectors) > FINAL_FANIN:
@@ -211,6 +218,14 @@ def _carry_save_sum(m, terms, cap, name):
                        for k, vector in enumerate(vectors)]
             flags = [_reg(m, Cat(*flags).any(), f"{name}_s{stage + 1}_over")]
         stage += 1
+
+
+def _lowest(conditions):
+    """The lowest ErrorCode of {ErrorCode: condition} whose condition holds, else NONE."""
+    error = ErrorCode.NONE
+    for code in sorted(conditions, reverse=True):
+        error = Mux(conditions[code], code, error)
+    return error
 
 
 class CopyChecker(wiring.Component):
@@ -231,7 +246,8 @@ class CopyChecker(wiring.Component):
     (error NONE, not empty), so a consumer can register its decision to start the copy
     and start it as the result arrives (`result.payload` still holds the previous
     result on that cycle). upcoming: the spans of the copy being evaluated (`geom`'s
-    src, src_end, dst, dst_end), valid with `passing`.
+    src, src_end, dst, dst_end), valid with `passing`. busy: a register, high from the
+    edge that accepts a request until the edge that takes its result.
 
     Evaluation and result overlap: the request is held in a register and a free-running
     pipeline evaluates it; at its last stage the whole result is loaded into the result
@@ -256,11 +272,12 @@ class CopyChecker(wiring.Component):
       (element size, padding, alignment, stride overlap), the MTE2 row extent E;
     3 MTE2/MTE3: each side's terms (base, row bytes, partial products) carry-save
       reduced to at most four vectors; UB->UB: the ends (base + row + product, one
-      carry-save level and the add);
-    4 MTE2/MTE3: the ends (carry-save down to two vectors and their carry-propagate add);
-      UB->UB: the range and overlap comparisons and the rule priority, into the result
-      register;
-    5 MTE2/MTE3: the same into the result register.
+      carry-save level and the add), whether each is past the UB, the earlier rules
+      ranked;
+    4 MTE2/MTE3: the ends (carry-save down to two vectors and their carry-propagate add)
+      and, beside each, whether it is past its memory; the earlier rules ranked;
+      UB->UB: the overlap comparisons and the rule priority, into the result register;
+    5 MTE2/MTE3: the rule priority into the result register.
     """
 
     LATENCY = {Opcode.COPY_GM_TO_UBUF: 5, Opcode.COPY_UBUF_TO_GM: 5, Opcode.COPY_UBUF_TO_UBUF: 4}
@@ -274,6 +291,7 @@ class CopyChecker(wiring.Component):
             "request": In(stream.Signature(request_layout(kind))),
             "result": Out(stream.Signature(checked_copy_layout(kind))),
             "passing": Out(1),
+            "busy": Out(1),
             "upcoming": Out(spans_layout(kind)),
         })
 
@@ -293,7 +311,7 @@ class CopyChecker(wiring.Component):
         ends = self._range_ends(m, accept, incoming, geom)
         geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
         flags = self._rules(m, held, derived, geom, ends)
-        next_error = self._priority(flags)
+        next_error = self._priority(m, flags)
         # The result register is one stage after the slowest rule.
         assert max(stage for _, stage in flags.values()) + 1 == self.latency
         load = self._handshake(m, accept, self.latency)
@@ -301,7 +319,7 @@ class CopyChecker(wiring.Component):
 
         out = self.result.payload
         fields = held.fields
-        loaded = {"error": next_error, "sid": fields.sid}
+        loaded = {"index": held.index, "error": next_error, "sid": fields.sid}
         if "l2_cache_ctl" in fields.shape().members:
             loaded["cache"] = fields.l2_cache_ctl
         if "regs" in held.shape().members and "pad_val" in held.regs.shape().members:
@@ -343,6 +361,7 @@ class CopyChecker(wiring.Component):
             age.eq(age_next),
             self.result.valid.eq(valid_next),
             ready.eq((age_next == 0) | ((age_next == latency - 1) & ~valid_next)),
+            self.busy.eq((age_next != 0) | valid_next),
         ]
         m.d.comb += self.request.ready.eq(ready)
         return load
@@ -429,9 +448,10 @@ class CopyChecker(wiring.Component):
                 "extent": extent[:EXTENT_BITS]}
 
     def _range_ends(self, m, accept, incoming, geom):
-        """One past the last source and destination byte, as (value, over, stage): base +
+        """One past the last source and destination byte, as (value, beyond, stage): base +
         the offsets of the last row on each loop level + the row's bytes, kept to the
-        width of the result's src_end / dst_end (`over`: it is wider)."""
+        width of the result's src_end / dst_end, and whether it is past the end of its
+        memory (GM or the UB)."""
         layout = geometry_layout(self.kind)
         ends = {}
         copies = itertools.count()
@@ -444,8 +464,13 @@ class CopyChecker(wiring.Component):
             for level, count_m1, stride, weight in self._level_offsets(incoming, side):
                 terms += _partial_products(m, accept, count_m1, stride, cap,
                                            f"{side}_{level}", copies, weight)
-            ends[side] = _carry_save_sum(m, terms, cap, f"{side}_end")
+            ends[side] = _carry_save_sum(m, terms, cap, self._memory_size(side),
+                                         f"{side}_end")
         return ends
+
+    def _memory_size(self, side):
+        gm_side = {Opcode.COPY_GM_TO_UBUF: "src", Opcode.COPY_UBUF_TO_GM: "dst"}.get(self.kind)
+        return 1 << GM_ADDR_BITS if side == gm_side else self.profile.ub_size
 
     def _level_offsets(self, incoming, side):
         """(level, count - 1, stride, weight of the stride's unit) of each loop level of
@@ -477,11 +502,10 @@ class CopyChecker(wiring.Component):
         return flags
 
     def _ub_to_ub_rules(self, m, derived, geom, ends, end_stage):
-        ub_size = self.profile.ub_size
         nonempty = ~derived["empty"]
         src_end, dst_end = ends["src"][0], ends["dst"][0]
         misaligned = self._misaligned(geom["src"]) | self._misaligned(geom["dst"])
-        beyond = self._beyond(ends["src"], ub_size) | self._beyond(ends["dst"], ub_size)
+        beyond = ends["src"][1] | ends["dst"][1]
         return {
             ErrorCode.UB_MISALIGNED: (_reg(m, misaligned, "misaligned"), 2),
             ErrorCode.UB_RANGE: (nonempty & beyond, end_stage),
@@ -523,26 +547,24 @@ class CopyChecker(wiring.Component):
         flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), 2)
 
         nonempty = ~derived["empty"]
-        flags[ErrorCode.UB_RANGE] = (nonempty & self._beyond(ends[ub], self.profile.ub_size),
-                                     end_stage)
-        flags[ErrorCode.GM_RANGE] = (nonempty & self._beyond(ends[gm], 1 << GM_ADDR_BITS),
-                                     end_stage)
+        flags[ErrorCode.UB_RANGE] = (nonempty & ends[ub][1], end_stage)
+        flags[ErrorCode.GM_RANGE] = (nonempty & ends[gm][1], end_stage)
         return flags
-
-    @staticmethod
-    def _beyond(end, limit):
-        """An end from `_range_ends` is past `limit` (below 2^cap)."""
-        value, over, _ = end
-        return over | (value > limit)
 
     @staticmethod
     def _misaligned(value):
         return value[:LINE_SHIFT] != 0
 
     @staticmethod
-    def _priority(flags):
-        """The lowest ErrorCode whose condition holds (model.rules.check_copy's order)."""
-        error = ErrorCode.NONE
-        for code in sorted(flags, reverse=True):
-            error = Mux(flags[code][0], code, error)
-        return error
+    def _priority(m, flags):
+        """The lowest ErrorCode whose condition holds (model.rules.check_copy's order).
+        The rules ready before the last stage all have lower codes than those of the last
+        stage, so they are ranked a stage ahead, into registers, and the error is a
+        choice between that and the last stage's rules."""
+        last = max(stage for _, stage in flags.values())
+        early = {code: cond for code, (cond, stage) in flags.items() if stage < last}
+        late = {code: cond for code, (cond, stage) in flags.items() if stage == last}
+        assert max(early) < min(late)
+        early_error = _reg(m, _lowest(early), "early_error")
+        early_any = _reg(m, Cat(*early.values()).any(), "early_any")
+        return Mux(early_any, early_error, _lowest(late))

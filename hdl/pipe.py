@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from model.isa import PIPE_REGISTERS, PROFILES, ErrorCode, GM_ADDR_BITS, Opcode, Pipe
@@ -106,33 +106,28 @@ class PipeController(wiring.Component):
         addrgen = m.submodules.addrgen = AddressGenerator(self.kind, self.width_bytes)
         in_flight = m.submodules.in_flight = SyncFIFOBuffered(
             width=CMD_INDEX_BITS, depth=IN_FLIGHT_DEPTH)
-        # Command indices of the copies in the checker: one evaluated, one in its result
-        # register.
-        checking = m.submodules.checking = SyncFIFO(width=CMD_INDEX_BITS, depth=2)
         wiring.connect(m, addrgen.rows, wiring.flipped(self.rows))
         wiring.connect(m, wiring.flipped(self.abort), addrgen.abort)
 
         entry = self.cmd.payload
         drained = in_flight.level == 0
-        idle = drained & ~checking.r_rdy     # no copy in the checker or in flight
+        idle = drained & ~checker.busy       # no copy in the checker or in flight
         finished = Signal()          # a command other than a copy ends this cycle
         regfile = self._registers(m, entry)
         m.d.comb += checker.request.payload.fields.eq(op_fields(entry.cmd, self.kind))
         if regfile is not None:
             m.d.comb += [checker.request.payload.regs.eq(regfile.snapshot),
                          checker.request.payload.counts_less_one.eq(regfile.counts_less_one)]
-        m.d.comb += [checking.w_data.eq(entry.index),
-                     checking.w_en.eq(checker.request.valid & checker.request.ready)]
+        m.d.comb += checker.request.payload.index.eq(entry.index)
         self._fetch(m, entry, regfile, idle, checker, finished)
-        copy_end, rule_error = self._start_copies(m, checker, addrgen, in_flight, checking,
-                                                  drained)
+        copy_end, rule_error = self._start_copies(m, checker, addrgen, in_flight, drained)
 
         pending = self._status(m, in_flight, finished, copy_end, rule_error,
-                               checker.result.payload.error, checking.r_data)
+                               checker.result.payload.error, checker.result.payload.index)
         m.d.comb += self.status.busy.eq(self.cmd.valid | ~idle | pending)
         return m
 
-    def _start_copies(self, m, checker, addrgen, in_flight, checking, drained):
+    def _start_copies(self, m, checker, addrgen, in_flight, drained):
         """The checker's results, in order: a copy that passed goes to the address
         generator once it is clear to start, and its index joins the in-flight queue; a
         copy that broke a rule, or an empty one, ends once no copy is in flight (so
@@ -149,8 +144,7 @@ class PipeController(wiring.Component):
             start.eq(addrgen.copy.valid & addrgen.copy.ready),
             copy_end.eq(checker.result.valid & ~ok & drained),
             checker.result.ready.eq(start | copy_end),
-            checking.r_en.eq(start | copy_end),
-            in_flight.w_data.eq(checking.r_data),
+            in_flight.w_data.eq(result.index),
             in_flight.w_en.eq(start),
         ]
         # Only a start changes the in-flight queue's room and the hazard range, and a

@@ -7,6 +7,7 @@ import pytest
 from amaranth.back import verilog
 
 from hdl.checker import COPY_KINDS, LOOP_COUNTS, CopyChecker, has_loops
+from hdl.layouts import CMD_INDEX_BITS
 from hdl.regfile import counts_less_one
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFILES, ErrorCode,
                        Opcode)
@@ -31,8 +32,8 @@ GEOMETRY_FIELDS = ("src", "dst", "n_burst", "len_burst", "src_stride", "dst_stri
                    "loop2_dst", "left_bytes", "row_bytes")
 
 
-def request_payload(kind, values, regs):
-    payload = {"fields": {"opcode": kind, **values}}
+def request_payload(kind, values, regs, index=0):
+    payload = {"fields": {"opcode": kind, **values}, "index": index}
     if has_loops(kind):
         payload["regs"] = regs
         payload["counts_less_one"] = counts_less_one(OP_BY_OPCODE[kind].pipe, regs)
@@ -91,24 +92,34 @@ def test_checker_matches_rules(kind, profile, count, stall):
     profile = PROFILES[profile]
     rng = random.Random(f"{kind.name}-{profile.name}")
     cases = [random_copy(rng, kind, profile) for _ in range(count)]
+    indices = [rng.getrandbits(CMD_INDEX_BITS) for _ in range(count)]
     dut = CopyChecker(kind, profile)
     got = []
     announced = []          # per cycle: (a new result arrived, `passing` the cycle before)
+    busy_errors = []        # cycles where `busy` is not "a copy accepted, result not taken"
 
     async def producer(ctx):
-        for values, regs in cases:
-            await stream_put(ctx, dut.request, request_payload(kind, values, regs))
+        for (values, regs), index in zip(cases, indices):
+            await stream_put(ctx, dut.request, request_payload(kind, values, regs, index))
 
     async def consumer(ctx):
         ready_rng = random.Random(count)
         passing_before = 0
         waiting = False                 # a result was offered and refused last cycle
+        holding = 0                     # copies accepted whose result is not yet taken
+        cycle = 0
         while len(got) < count:
             ready = int(ready_rng.random() >= stall)
             ctx.set(dut.result.ready, ready)
-            _, _, valid, payload, passing = await ctx.tick().sample(
-                dut.result.valid, dut.result.payload, dut.passing)
+            sampled = await ctx.tick().sample(
+                dut.result.valid, dut.result.payload, dut.passing, dut.request.valid,
+                dut.request.ready, dut.busy)
+            valid, payload, passing, req_valid, req_ready, busy = sampled[2:]
             announced.append((bool(valid) and not waiting, passing_before))
+            if busy != (holding > 0):
+                busy_errors.append(cycle)
+            holding += (req_valid and req_ready) - (valid and ready)
+            cycle += 1
             if valid and ready:
                 got.append(payload)
             waiting = bool(valid) and not ready
@@ -117,17 +128,19 @@ def test_checker_matches_rules(kind, profile, count, stall):
     run_sim(dut, producer, consumer,
             timeout=int(count * (dut.latency + 2) / (1 - stall)) + 50)
     # `passing` comes exactly on the cycle before each new result that passes, never else.
+    assert not busy_errors, busy_errors[:10]
     assert not any(passing for new, passing in announced if not new)
     assert [passing for new, passing in announced if new] == [
         int(p.error == ErrorCode.NONE and not p.geom.empty) for p in got]
 
     codes = collections.Counter()
     boundaries = collections.Counter()
-    for (values, regs), payload in zip(cases, got):
+    for (values, regs), index, payload in zip(cases, indices, got):
         error, geom, passthrough = expected_result(kind, values, regs, profile)
         codes[error] += 1
         boundaries.update(boundaries_touched(kind, values, regs, profile))
         context = (values, regs)
+        assert payload.index == index, context
         assert ErrorCode(payload.error) == error, context
         if geom is None:
             continue
