@@ -110,7 +110,10 @@ class PipeController(wiring.Component):
         wiring.connect(m, wiring.flipped(self.abort), addrgen.abort)
 
         entry = self.cmd.payload
-        drained = in_flight.level == 0
+        # No copy in flight: a register, worked out from the in-flight queue's level and
+        # handshakes a cycle ahead, so `idle` is one gate of registers where the command
+        # handshake starts.
+        drained = Signal(init=1)
         idle = drained & ~checker.busy       # no copy in the checker or in flight
         finished = Signal()          # a command other than a copy ends this cycle
         regfile = self._registers(m, entry)
@@ -125,6 +128,9 @@ class PipeController(wiring.Component):
         pending = self._status(m, in_flight, finished, copy_end, rule_error,
                                checker.result.payload.error, checker.result.payload.index)
         m.d.comb += self.status.busy.eq(self.cmd.valid | ~idle | pending)
+        # A Completion only comes for a copy in flight, so an empty queue reads none.
+        m.d.sync += drained.eq(~in_flight.w_en & ((in_flight.level == 0)
+                                                  | ((in_flight.level == 1) & in_flight.r_en)))
         return m
 
     def _start_copies(self, m, checker, addrgen, in_flight, drained):
