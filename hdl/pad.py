@@ -205,9 +205,14 @@ class PadInserter(wiring.Component):
         # The row is registered as it is taken, so its sums start at a register of this
         # block rather than at the row fork's queue; the stage costs no time in the
         # datapaths, whose data comes several cycles after the row.
+        # Without data_select the row has no left pad and its extent is its length: that
+        # choice is made on the way in, so the sums start at the registers.
+        incoming = Signal.like(self.rows.payload)
+        m.d.comb += incoming.eq(self.rows.payload)
+        with m.If(~self.rows.payload.select):
+            m.d.comb += [incoming.left.eq(0), incoming.extent.eq(self.rows.payload.length)]
         row_take = Signal()
-        row_valid, row, ready = skid_stage(m, self.rows.valid, self.rows.payload, row_take,
-                                           "row_in")
+        row_valid, row, ready = skid_stage(m, self.rows.valid, incoming, row_take, "row_in")
         m.d.comb += self.rows.ready.eq(ready)
         # Byte positions counted from byte 0 of the row's first word, each sum a
         # carry-save level or two in front of one carry chain (arith.sum_mod).
@@ -224,7 +229,7 @@ class PadInserter(wiring.Component):
             "last": 1,
         }))
         head = row.ub_addr[:shift]
-        left = Mux(row.select, row.left, 0)
+        left = row.left
         start = Signal(start_bits)              # first data byte
         row_bits = EXTENT_BITS + 1
         m.d.comb += [
@@ -236,8 +241,7 @@ class PadInserter(wiring.Component):
                                       shift + first_bits)[shift:]),
             spots.first_zero.eq(start[shift:] == 0),
             spots.data_end.eq(sum_mod([row.length, head, left, -1], row_bits)),
-            spots.row_end.eq(sum_mod([Mux(row.select, row.extent, row.length), head, -1],
-                                     row_bits)),
+            spots.row_end.eq(sum_mod([row.extent, head, -1], row_bits)),
             spots.pad8.eq(row.pad8),
             spots.last.eq(row.last),
         ]

@@ -70,7 +70,10 @@ class BypassQueue(wiring.Component):
             m.d.sync += w_ptr.eq(wrap_incr(w_ptr, slots))
         with m.If(refill):
             m.d.sync += r_ptr.eq(wrap_incr(r_ptr, slots))
-        m.d.sync += held.eq(held + queued - refill)
+        # held +- 1 from the register alone, picked by the handshakes: no carry chain
+        # after them.
+        m.d.sync += held.eq(Mux(queued, Mux(refill, held, held + 1),
+                                Mux(refill, held - 1, held)))
         # Room after this edge, from the handshakes and a compare of `held` alone, so no
         # add sits in front of it.
         with m.If(queued & ~refill):
