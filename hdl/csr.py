@@ -22,6 +22,7 @@ from model.isa import ErrorCode
 
 from . import regmap
 from .axi import RESP_WIDTH, PROT_WIDTH, Resp
+from .intake import RoutedWord, route_word
 from .pipe import StatusSignature
 from .ub import TEST_READ_LATENCY, UbTestSignature
 
@@ -52,7 +53,9 @@ def status_port(pipe):
 class CsrFrontEnd(wiring.Component):
     """Ports:
       axil          In  AXI4LiteSignature(regmap.ADDR_BITS): the CPU's registers
-      cmd           Out stream of 32-bit command words, to the engine
+      cmd           Out stream of intake.RoutedWords, to the engine: each word with its
+                    route as a command's first word, decoded as it is written, so the
+                    engine's intake decodes nothing from the FIFO's output
       status_mte2, status_mte3, status_v   In StatusSignature, from the engine
       engine_idle   In  1
       clear_errors  Out 1: a one-cycle pulse, the cycle after IRQ_STATUS.error is written
@@ -66,7 +69,7 @@ class CsrFrontEnd(wiring.Component):
         self.ub_size = ub_size
         super().__init__({
             "axil": In(AXI4LiteSignature(regmap.ADDR_BITS)),
-            "cmd": Out(stream.Signature(DATA_BITS)),
+            "cmd": Out(stream.Signature(RoutedWord)),
             **{status_port(p): In(StatusSignature()) for p in regmap.PIPES},
             "engine_idle": In(1),
             "clear_errors": Out(1),
@@ -76,7 +79,8 @@ class CsrFrontEnd(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=DATA_BITS, depth=regmap.CMD_FIFO_DEPTH)
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=RoutedWord.as_shape().size,
+                                                    depth=regmap.CMD_FIFO_DEPTH)
         m.d.comb += [
             self.cmd.payload.eq(fifo.r_data),
             self.cmd.valid.eq(fifo.r_rdy),
@@ -123,12 +127,16 @@ class CsrFrontEnd(wiring.Component):
         with m.If(bvalid & axil.bready):
             m.d.sync += bvalid.eq(0)
 
+        routed = Signal(RoutedWord)
+        m.d.comb += [routed[name].eq(value) for name, value in route_word(m, axil.wdata).items()]
+        m.d.comb += fifo.w_data.eq(routed)
+
         lanes = self.width_bytes // 4
         with m.If(accepted):
             m.d.sync += bvalid.eq(1)
             with m.Switch(offset):
                 with m.Case(regmap.BY_NAME["CMD"].offset):
-                    m.d.comb += [fifo.w_data.eq(axil.wdata), fifo.w_en.eq(1)]
+                    m.d.comb += fifo.w_en.eq(1)
                 with m.Case(regmap.BY_NAME["IRQ_ENABLE"].offset):
                     m.d.sync += irq_enable.eq(axil.wdata[:2])
                 with m.Case(regmap.BY_NAME["IRQ_STATUS"].offset):

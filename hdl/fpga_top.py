@@ -21,7 +21,7 @@ class MteDmaFpga(wiring.Component):
     """Ports: s_axil (AXI4-Lite slave), m_axi (AXI4 master to GM), irq (level)."""
 
     def __init__(self, profile=DEFAULT_PROFILE, width_bytes=32, max_outstanding=8):
-        self.engine = MteDma(profile, width_bytes, max_outstanding)
+        self.engine = MteDma(profile, width_bytes, max_outstanding, routed_words=True)
         self.csr = CsrFrontEnd(width_bytes, self.engine.profile.ub_size)
         super().__init__({
             "s_axil": In(AXI4LiteSignature(regmap.ADDR_BITS)),

@@ -19,6 +19,20 @@ class RoutedCommand(data.Struct):
     pipe: Pipe
 
 
+class RoutedWord(data.Struct):
+    """A command word with what the intake needs of it as a command's first word,
+    decoded where the word is stored ahead of the intake (`route_word`): whether it is a
+    whole command (a flag) and the pipe of the command it starts (`command_pipe`)."""
+    word: WORD_BITS
+    flag: 1
+    pipe: Pipe
+
+
+def route_word(m, word):
+    """`word` as a RoutedWord value (a dict of its fields)."""
+    return {"word": word, "flag": word_count(m, word) == 1, "pipe": command_pipe(m, word)}
+
+
 class CommandIntake(wiring.Component):
     """Assembles command words into whole commands and names each one's pipe.
 
@@ -37,21 +51,34 @@ class CommandIntake(wiring.Component):
     Only a one-word command (a flag) decides its pipe and its end from the word on
     `words`; a longer command's pipe is decoded from its first word into a register, and
     whether the next word is its last is a register too, so the path from the intake into
-    the pipes' queues starts at registers (`pipe` always, `valid` but for flags).
+    the pipes' queues starts at registers (`pipe` always, `valid` but for flags). With
+    `routed`, `words` carries RoutedWords, decoded where the words are queued (the CSR
+    front end's command FIFO), so a flag's pipe and end come from there too.
 
     `commands.payload.entry.index` numbers the commands of the stream from 0 since reset;
     dropped words take no number. `busy`: part of a command has come in, so an engine
     that has the first words of a command is not idle.
     """
-    words: In(stream.Signature(WORD_BITS))
-    commands: Out(stream.Signature(RoutedCommand))
-    bad_opcodes: Out(BAD_OPCODE_BITS)
-    busy: Out(1)
+
+    def __init__(self, routed=False):
+        self._routed = routed
+        super().__init__({
+            "words": In(stream.Signature(RoutedWord if routed else WORD_BITS)),
+            "commands": Out(stream.Signature(RoutedCommand)),
+            "bad_opcodes": Out(BAD_OPCODE_BITS),
+            "busy": Out(1),
+        })
 
     def elaborate(self, platform):
         m = Module()
         out = self.commands
-        word = self.words.payload
+        if self._routed:
+            routed = self.words.payload
+        else:
+            routed = Signal(RoutedWord)
+            m.d.comb += [routed[name].eq(value)
+                         for name, value in route_word(m, self.words.payload).items()]
+        word = routed.word
         pending = Signal(range(MAX_COMMAND_WORDS))       # words still missing from the command
         first = Signal(init=1)                           # pending == 0
         last = Signal()                                  # pending == 1
@@ -59,10 +86,10 @@ class CommandIntake(wiring.Component):
         held = Signal.like(out.payload.entry.cmd.raw)    # the command's earlier words
         held_pipe = Signal(Pipe)                         # the pipe of the command in `held`
         next_index = Signal(CMD_INDEX_BITS)
-        size = self._word_count(m, word)
-        flag = size == 1
+        size = word_count(m, word)
+        flag = routed.flag
         completes = Mux(first, flag, last)
-        word_pipe = command_pipe(m, word)
+        word_pipe = routed.pipe
 
         raw = out.payload.entry.cmd.raw
         m.d.comb += [
@@ -95,15 +122,16 @@ class CommandIntake(wiring.Component):
             m.d.sync += next_index.eq(next_index + 1)
         return m
 
-    @staticmethod
-    def _word_count(m, word):
-        """Word count of the command a first word starts; 0 for an unknown opcode."""
-        size = Signal(range(MAX_COMMAND_WORDS + 1))
-        with m.Switch(word[:OPCODE_BITS]):
-            for op in OPS:
-                with m.Case(op.opcode):
-                    m.d.comb += size.eq(op.words)
-        return size
+
+
+def word_count(m, word):
+    """Word count of the command a first word starts; 0 for an unknown opcode."""
+    size = Signal(range(MAX_COMMAND_WORDS + 1))
+    with m.Switch(word[:OPCODE_BITS]):
+        for op in OPS:
+            with m.Case(op.opcode):
+                m.d.comb += size.eq(op.words)
+    return size
 
 
 def command_pipe(m, first_word):

@@ -8,7 +8,7 @@ from model.isa import DEFAULT_PROFILE, GM_ADDR_BITS, PROFILES, WORD_BITS, ErrorC
 
 from .axi import AXI4Signature
 from .flags import EventFlags
-from .intake import BAD_OPCODE_BITS, ENGINE_PIPES, CommandIntake, Dispatcher
+from .intake import BAD_OPCODE_BITS, ENGINE_PIPES, CommandIntake, Dispatcher, RoutedWord
 from .mte2 import Mte2Datapath
 from .mte3 import Mte3Datapath
 from .pipe import PipeController, StatusSignature
@@ -22,7 +22,8 @@ class MteDma(wiring.Component):
     """The MTE DMA engine (docs/architecture.md, "The simulation top").
 
     Ports:
-      cmd            In  stream of 32-bit command words (model.isa encoding)
+      cmd            In  stream of 32-bit command words (model.isa encoding); with
+                     `routed_words`, of intake.RoutedWords (the CSR front end's)
       m_axi          Out AXI4Signature(40, 8W, 4): GM; reads from MTE2, writes from MTE3
       ub_test        In  UbTestSignature(W): direct UB access, highest priority
       status_mte2, status_mte3, status_v   Out StatusSignature
@@ -32,12 +33,14 @@ class MteDma(wiring.Component):
       bad_opcodes    Out 16: command words dropped for an unknown opcode
     """
 
-    def __init__(self, profile=DEFAULT_PROFILE, width_bytes=32, max_outstanding=8):
+    def __init__(self, profile=DEFAULT_PROFILE, width_bytes=32, max_outstanding=8,
+                 routed_words=False):
         self.profile = PROFILES[profile]
         self.width_bytes = width_bytes
         self.max_outstanding = max_outstanding
+        self._routed_words = routed_words
         super().__init__({
-            "cmd": In(stream.Signature(WORD_BITS)),
+            "cmd": In(stream.Signature(RoutedWord if routed_words else WORD_BITS)),
             "m_axi": Out(AXI4Signature(GM_ADDR_BITS, 8 * width_bytes, AXI_ID_BITS)),
             "ub_test": In(UbTestSignature(width_bytes)),
             **{_status_port(pipe): Out(StatusSignature()) for pipe in ENGINE_PIPES},
@@ -50,7 +53,7 @@ class MteDma(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         w = self.width_bytes
-        intake = m.submodules.intake = CommandIntake()
+        intake = m.submodules.intake = CommandIntake(self._routed_words)
         dispatcher = m.submodules.dispatcher = Dispatcher()
         flags = m.submodules.flags = EventFlags()
         ub = m.submodules.ub = UnifiedBuffer(w, self.profile.ub_size)

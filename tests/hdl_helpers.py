@@ -7,6 +7,8 @@ both high.
 
 from amaranth.sim import Simulator
 
+from model.isa import OPCODE_BITS, OP_BY_OPCODE, Pipe, decode, op_pipe
+
 
 async def stream_put(ctx, stream, payload):
     """Offer one payload on a stream the design consumes; returns after it is taken."""
@@ -80,3 +82,13 @@ def run_sim(dut, *benches, background=(), processes=(), timeout=None, vcd=None):
             sim.run()
     else:
         sim.run()
+
+
+def first_word_route(word):
+    """(one-word command, pipe) of the command `word` starts, from the isa tables: the
+    fields of an intake.RoutedWord."""
+    op = OP_BY_OPCODE.get(word & ((1 << OPCODE_BITS) - 1))
+    if op is None:
+        return 0, Pipe.EXTERNAL
+    _, values = decode([word] + [0] * (op.words - 1))
+    return int(op.words == 1), op_pipe(op, values)

@@ -10,7 +10,7 @@ from hdl.csr import CsrFrontEnd, status_port
 from hdl.ub import TEST_READ_LATENCY
 from model.isa import ErrorCode, Pipe
 
-from hdl_helpers import idle, run_sim
+from hdl_helpers import first_word_route, idle, run_sim
 
 UB_SIZE = 1 << 12
 REG = {r.name: r.offset for r in regmap.REGISTERS}
@@ -94,7 +94,8 @@ def test_identity_and_ub_window(width):
 def test_command_fifo_free_space_and_backpressure():
     dut = CsrFrontEnd(32, UB_SIZE)
     taken = []
-    words = list(range(0x1000, 0x1000 + regmap.CMD_FIFO_DEPTH + 4))
+    # Opcodes 8 to 27: copies, both flags, unknown opcodes.
+    words = list(range(0x1008, 0x1008 + regmap.CMD_FIFO_DEPTH + 4))
 
     async def bench(ctx):
         assert await axil_read(ctx, dut.axil, REG["CMD_FREE"]) == regmap.CMD_FIFO_DEPTH
@@ -114,7 +115,12 @@ def test_command_fifo_free_space_and_backpressure():
                 taken.append(payload)
 
     run_sim(dut, bench, background=[engine], timeout=5000)
-    assert taken == words[:len(taken)]
+    assert [entry.word for entry in taken] == words[:len(taken)]
+    # Each word comes with its route as a command's first word.
+    assert [(entry.flag, entry.pipe) for entry in taken] == [
+        first_word_route(entry.word) for entry in taken]
+    assert any(entry.flag for entry in taken) and not all(entry.flag for entry in taken)
+
 
 
 def test_status_irq_and_error_clear():

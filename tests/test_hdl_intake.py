@@ -2,21 +2,23 @@
 
 import random
 
+import pytest
+
 from amaranth.back import verilog
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from hdl.commands import command_bits
 from hdl.intake import ENGINE_PIPES, CommandIntake, Dispatcher
-from hdl_helpers import run_sim, stream_put
+from hdl_helpers import first_word_route, run_sim, stream_put
 from model.isa import OPCODE_BITS, OP_BY_OPCODE, OPS, Opcode, Pipe, encode, op_pipe
 
 
 class IntakeAndDispatch(wiring.Component):
     """The two blocks as the engine chains them."""
 
-    def __init__(self, depth=8):
-        self.intake = CommandIntake()
+    def __init__(self, depth=8, routed=False):
+        self.intake = CommandIntake(routed)
         self.dispatcher = Dispatcher(depth)
         super().__init__({})
 
@@ -66,10 +68,11 @@ def expected_routes(items):
     return routes, bad
 
 
-def run_stream(items, stall, rng, depth=8, hold=None):
+def run_stream(items, stall, rng, depth=8, hold=None, routed=False):
     """Feeds the words of `items`; collects every pipe's output with random stalls.
-    hold: a pipe whose output stays not-ready until every other pipe is done."""
-    dut = IntakeAndDispatch(depth)
+    hold: a pipe whose output stays not-ready until every other pipe is done. routed:
+    the words come as RoutedWords, with the isa tables' route of each."""
+    dut = IntakeAndDispatch(depth, routed)
     routes, _ = expected_routes(items)
     got = {pipe: [] for pipe in ENGINE_PIPES}
     bad = []
@@ -77,6 +80,9 @@ def run_stream(items, stall, rng, depth=8, hold=None):
     async def producer(ctx):
         for _, _, words in items:
             for word in words:
+                if routed:
+                    flag, pipe = first_word_route(word)
+                    word = {"word": word, "flag": flag, "pipe": pipe}
                 await stream_put(ctx, dut.intake.words, word)
         for _ in range(10):
             await ctx.tick()
@@ -112,11 +118,12 @@ def check_routes(routes, got):
                 assert getattr(fields, name) == value, (op.mnemonic, name)
 
 
-def test_every_op_decoded_and_routed():
+@pytest.mark.parametrize("routed", [False, True])
+def test_every_op_decoded_and_routed(routed):
     rng = random.Random(1)
     items = random_stream(rng, 400)
     assert {op.opcode for op, _, _ in items if op} == set(Opcode)
-    routes, got, bad = run_stream(items, stall=0.3, rng=rng)
+    routes, got, bad = run_stream(items, stall=0.3, rng=rng, routed=routed)
     check_routes(routes, got)
     assert bad == sum(1 for op, _, _ in items if op is None)
 
