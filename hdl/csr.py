@@ -127,9 +127,7 @@ class CsrFrontEnd(wiring.Component):
         with m.If(bvalid & axil.bready):
             m.d.sync += bvalid.eq(0)
 
-        routed = Signal(RoutedWord)
-        m.d.comb += [routed[name].eq(value) for name, value in route_word(m, axil.wdata).items()]
-        m.d.comb += fifo.w_data.eq(routed)
+        m.d.comb += fifo.w_data.eq(route_word(m, axil.wdata))
 
         lanes = self.width_bytes // 4
         with m.If(accepted):

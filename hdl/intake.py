@@ -29,8 +29,11 @@ class RoutedWord(data.Struct):
 
 
 def route_word(m, word):
-    """`word` as a RoutedWord value (a dict of its fields)."""
-    return {"word": word, "flag": word_count(m, word) == 1, "pipe": command_pipe(m, word)}
+    """`word` with its route: a RoutedWord view, decoded in `m`."""
+    routed = Signal(RoutedWord)
+    m.d.comb += [routed.word.eq(word), routed.flag.eq(word_count(m, word) == 1),
+                 routed.pipe.eq(command_pipe(m, word))]
+    return routed
 
 
 class CommandIntake(wiring.Component):
@@ -72,12 +75,7 @@ class CommandIntake(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         out = self.commands
-        if self._routed:
-            routed = self.words.payload
-        else:
-            routed = Signal(RoutedWord)
-            m.d.comb += [routed[name].eq(value)
-                         for name, value in route_word(m, self.words.payload).items()]
+        routed = self.words.payload if self._routed else route_word(m, self.words.payload)
         word = routed.word
         pending = Signal(range(MAX_COMMAND_WORDS))       # words still missing from the command
         first = Signal(init=1)                           # pending == 0
@@ -121,7 +119,6 @@ class CommandIntake(wiring.Component):
         with m.If(out.valid & out.ready):
             m.d.sync += next_index.eq(next_index + 1)
         return m
-
 
 
 def word_count(m, word):
