@@ -468,9 +468,12 @@ class CopyChecker(wiring.Component):
                                          f"{side}_end")
         return ends
 
+    def _gm_side(self):
+        """The side ("src" or "dst") of the copy that is in GM; None for UB->UB."""
+        return {Opcode.COPY_GM_TO_UBUF: "src", Opcode.COPY_UBUF_TO_GM: "dst"}.get(self.kind)
+
     def _memory_size(self, side):
-        gm_side = {Opcode.COPY_GM_TO_UBUF: "src", Opcode.COPY_UBUF_TO_GM: "dst"}.get(self.kind)
-        return 1 << GM_ADDR_BITS if side == gm_side else self.profile.ub_size
+        return 1 << GM_ADDR_BITS if side == self._gm_side() else self.profile.ub_size
 
     def _level_offsets(self, incoming, side):
         """(level, count - 1, stride, weight of the stride's unit) of each loop level of
@@ -520,7 +523,8 @@ class CopyChecker(wiring.Component):
         log2_es = derived["log2_es"]
         many = {level: derived[f"{count}_many"] for level, count in
                 (("row", "n_burst"), ("loop1", "loop1_count"), ("loop2", "loop2_count"))}
-        gm, ub = ("src", "dst") if self.kind == Opcode.COPY_GM_TO_UBUF else ("dst", "src")
+        gm = self._gm_side()
+        ub = "dst" if gm == "src" else "src"
         es_mask = (Const(1, 1 << LOG2_ES_BITS) << log2_es) - 1
         flags = {ErrorCode.LEN_NOT_ELEMENT_MULTIPLE: (
             _reg(m, (fields.len_burst & es_mask) != 0, "len_not_multiple"), 2)}

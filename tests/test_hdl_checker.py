@@ -127,8 +127,8 @@ def test_checker_matches_rules(kind, profile, count, stall):
 
     run_sim(dut, producer, consumer,
             timeout=int(count * (dut.latency + 2) / (1 - stall)) + 50)
-    # `passing` comes exactly on the cycle before each new result that passes, never else.
     assert not busy_errors, busy_errors[:10]
+    # `passing` comes exactly on the cycle before each new result that passes, never else.
     assert not any(passing for new, passing in announced if not new)
     assert [passing for new, passing in announced if new] == [
         int(p.error == ErrorCode.NONE and not p.geom.empty) for p in got]

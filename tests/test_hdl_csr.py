@@ -122,7 +122,6 @@ def test_command_fifo_free_space_and_backpressure():
     assert any(entry.flag for entry in taken) and not all(entry.flag for entry in taken)
 
 
-
 def test_status_irq_and_error_clear():
     dut = CsrFrontEnd(32, UB_SIZE)
     clears = []

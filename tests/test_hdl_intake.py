@@ -3,7 +3,6 @@
 import random
 
 import pytest
-
 from amaranth.back import verilog
 from amaranth.hdl import Module
 from amaranth.lib import wiring
