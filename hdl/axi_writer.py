@@ -7,13 +7,19 @@ from amaranth.lib.wiring import In, Out
 from model.isa import GM_ADDR_BITS, ErrorCode
 from .axi import AXI4WriteSignature, connect_address, resp_is_error
 from .layouts import COPY_SEQ_BITS, AbortSignature, Completion
-from .legalizer import MAX_BEATS, BurstIssuer, BurstSplitter, GmRow
+from .legalizer import BurstIssuer, BurstSplitter, GmRow
 from .queue import BypassQueue
 
 
 def write_beat_layout(width_bytes):
     """One GM-aligned bus word to write; strobe bit i enables byte i."""
     return data.StructLayout({"data": 8 * width_bytes, "strb": width_bytes})
+
+
+class _WordPlan(data.Struct):
+    """What W needs of a burst: its AxLEN (words - 1), and whether it is one word."""
+    axlen: 8
+    single: 1
 
 
 class AxiWriter(wiring.Component):
@@ -63,30 +69,47 @@ class AxiWriter(wiring.Component):
         m = Module()
         splitter = m.submodules.splitter = BurstSplitter(self._width)
         issuer = m.submodules.issuer = BurstIssuer(
-            self._width, self._max_outstanding, self._id_width, data_head=True)
+            self._width, self._max_outstanding, self._id_width)
         wiring.connect(m, wiring.flipped(self.rows), splitter.rows)
         wiring.connect(m, splitter.bursts, issuer.bursts)
         axi = self.axi
         connect_address(m, issuer.a, axi, "aw")
 
-        # W: words are counted against the oldest burst whose data is not yet sent. They
-        # go out straight from `beats` (no queue: the producer drives it from registers).
-        sending = issuer.data
-        ordinal = Signal(range(1, MAX_BEATS + 1), init=1)    # of the next word, from 1
-        is_last = Signal()
+        # W: each burst the issuer takes queues its word count for W. The queue's output is
+        # a register, and so is "the next word is its burst's last" once the burst's first
+        # word has gone, so `wlast` and the queue's pop are a LUT from registers. At most
+        # `max_outstanding` bursts are unsent, so the queue is never full. Words go out
+        # straight from `beats` (no queue: the producer drives it from registers).
+        bursts = splitter.bursts
+        plans = m.submodules.plans = BypassQueue(
+            width=Shape.cast(_WordPlan).width, depth=self._max_outstanding + 1)
+        plan_in = _WordPlan(plans.w_data)
+        plan = _WordPlan(plans.r_data)
+        m.d.comb += [
+            plans.w_en.eq(bursts.valid & bursts.ready),
+            plan_in.axlen.eq(bursts.payload.axlen),
+            plan_in.single.eq(bursts.payload.axlen == 0),
+        ]
+        first = Signal(init=1)      # the next word is its burst's first
+        to_go = Signal(8)           # else: words from the next one to its burst's last
+        last_next = Signal()        # else: the next word is its burst's last
+        is_last = Mux(first, plan.single, last_next)
         sent = Signal()
         m.d.comb += [
-            is_last.eq(ordinal == sending.payload.beats),
             axi.wdata.eq(self.beats.payload.data),
             axi.wstrb.eq(self.beats.payload.strb),
             axi.wlast.eq(is_last),
-            axi.wvalid.eq(self.beats.valid & sending.valid),
-            self.beats.ready.eq(axi.wready & sending.valid),
+            axi.wvalid.eq(self.beats.valid & plans.r_rdy),
+            self.beats.ready.eq(axi.wready & plans.r_rdy),
             sent.eq(axi.wvalid & axi.wready),
-            sending.ready.eq(sent & is_last),
+            plans.r_en.eq(sent & is_last),
         ]
         with m.If(sent):
-            m.d.sync += ordinal.eq(Mux(is_last, 1, ordinal + 1))
+            m.d.sync += first.eq(is_last)
+            with m.If(first):
+                m.d.sync += [to_go.eq(plan.axlen - 1), last_next.eq(plan.axlen == 1)]
+            with m.Else():
+                m.d.sync += [to_go.eq(to_go - 1), last_next.eq(to_go == 1)]
 
         # B: responses of one ID come in issue order, one per burst.
         burst = issuer.resp.payload

@@ -30,8 +30,7 @@ class FirstSplit(data.Struct):
     end: LEN_BITS + 1                   # the row's end, counted from its grid cell's start
     end_words: LEN_BITS + 1             # ... in words, rounded up
     first_fits: 1                       # the row ends in its first grid cell: one burst
-    first_beats: MAX_BEATS.bit_length() # the first burst's beats
-    first_len: 8                        # ... - 1 (its AxLEN)
+    first_len: 8                        # the first burst's words - 1 (its AxLEN)
 
 
 class RowJob(data.Struct):

@@ -66,7 +66,7 @@ def _sum(a, b, constant, width):
 
 
 def first_split(addr, length, width_bytes):
-    """FirstSplit's `end`, `end_words`, `first_fits`, `first_beats` and `first_len` of
+    """FirstSplit's `end`, `end_words`, `first_fits` and `first_len` of
     `length` (>= 1) bytes at `addr` (ints or Values). The address generator works them out
     into its output register (RowJob.split), so no carry chain of them is in front of the
     row queues, the burst splitter or the address channel; each is one carry chain (after
@@ -91,8 +91,6 @@ def first_split(addr, length, width_bytes):
     return {"end": offset + length,
             "end_words": _sum(offset, length, width_bytes - 1, bits) >> shift,
             "first_fits": fits,
-            "first_beats": _either(fits, _sum(lane, length, width_bytes - 1, bits) >> shift,
-                                   cell_words - word),
             "first_len": _either(fits, _sum(lane, length, -1, bits) >> shift,
                                  to_cell_end_m1)}
 
@@ -100,10 +98,9 @@ def first_split(addr, length, width_bytes):
 class Burst(data.Struct):
     """One legal burst: bytes [addr, addr + length) of a row, within one 4 KiB page.
 
-    `addr` is the burst's first byte (unaligned); the burst moves `beats` W-aligned words,
-    ceil(((addr % W) + length) / W) of them; `axlen` is beats - 1."""
+    `addr` is the burst's first byte (unaligned); the burst moves axlen + 1 W-aligned
+    words, ceil(((addr % W) + length) / W) of them."""
     addr: GM_ADDR_BITS
-    beats: MAX_BEATS.bit_length()
     axlen: 8
     length: PAGE_BYTES.bit_length()
     new_sid: 1          # first burst of a row whose sid differs from the burst before
@@ -153,8 +150,7 @@ class BurstSplitter(wiring.Component):
         active = Signal()
         cell = Signal(GM_ADDR_BITS - grid_bits)
         end = Signal(LEN_BITS + 1)
-        end_words = Signal(LEN_BITS + 1 - shift)
-        end_len = Signal.like(end_words)           # end_words - 1
+        end_len = Signal(LEN_BITS + 1 - shift)     # its words (rounded up) - 1
         fits = Signal()             # the rest of the row is this burst
         row = Signal(GmRow)         # sid, cache and last of the row being split
 
@@ -173,8 +169,6 @@ class BurstSplitter(wiring.Component):
             out.payload.addr.eq(Mux(active, Cat(C(0, grid_bits), cell), new.addr)),
             out.payload.length.eq(Mux(active, Mux(fits, end, grid),
                                       Mux(first_fits, new.length, grid - offset))),
-            out.payload.beats.eq(Mux(active, Mux(fits, end_words, grid_words),
-                                     split.first_beats)),
             out.payload.axlen.eq(Mux(active, Mux(fits, end_len, grid_words - 1),
                                      split.first_len)),
             out.payload.new_sid.eq(~active & new.new_sid),
@@ -192,7 +186,6 @@ class BurstSplitter(wiring.Component):
                 m.d.sync += [
                     cell.eq(cell + 1),
                     end.eq(end - grid),
-                    end_words.eq(end_words - grid_words),
                     end_len.eq(end_len - grid_words),
                     fits.eq(end <= 2 * grid),
                 ]
@@ -201,7 +194,6 @@ class BurstSplitter(wiring.Component):
                     active.eq(1),
                     cell.eq(new.addr[grid_bits:] + 1),
                     end.eq(new_end - grid),
-                    end_words.eq(new_end_words - grid_words),
                     end_len.eq(new_end_words - (grid_words + 1)),
                     fits.eq(new_end <= 2 * grid),
                     row.eq(new),
@@ -218,8 +210,6 @@ class BurstIssuer(wiring.Component):
               AxADDR = addr aligned down to W, AxLEN = beats - 1, AxSIZE = log2 W, INCR
       resp    Out stream of Burst: the oldest unfinished burst; the owner takes it (ready)
               when the burst's last R beat or its B response is accepted
-      data    Out stream of Burst (only with `data_head`): the oldest burst whose write
-              data has not been sent; taken when its last W beat is queued
 
     At most `max_outstanding` bursts are unfinished, counted from the moment a burst is
     taken, so at most that many are on the bus. Bursts of one ID complete in order; a burst
@@ -232,7 +222,7 @@ class BurstIssuer(wiring.Component):
     QoS hint).
     """
 
-    def __init__(self, width_bytes, max_outstanding, id_width, data_head=False):
+    def __init__(self, width_bytes, max_outstanding, id_width):
         self._shift = check_width(width_bytes)
         if max_outstanding < 1:
             raise ValueError("max_outstanding must be at least 1")
@@ -240,15 +230,11 @@ class BurstIssuer(wiring.Component):
             raise ValueError(f"id_width must hold a sid ({SID_BITS} bits)")
         self._depth = max_outstanding
         self._id_width = id_width
-        self._data_head = data_head
-        members = {
+        super().__init__({
             "bursts": In(stream.Signature(Burst)),
             "a": Out(AXI4AddressSignature(GM_ADDR_BITS, id_width)),
             "resp": Out(stream.Signature(Burst)),
-        }
-        if data_head:
-            members["data"] = Out(stream.Signature(Burst))
-        super().__init__(members)
+        })
 
     def elaborate(self, platform):
         m = Module()
@@ -302,27 +288,21 @@ class BurstIssuer(wiring.Component):
             a_fifo.r_en.eq(a.ready),
         ]
 
-        def head(port, count, name):
-            """Streams the queue out from its own pointer; `count` entries lie ahead of it."""
-            read = queue.read_port(domain="comb")
-            ptr = Signal(range(depth), name=f"{name}_ptr")
-            pop = port.valid & port.ready
-            m.d.comb += [
-                read.addr.eq(ptr),
-                port.payload.eq(read.data),
-                port.valid.eq(count != 0),
-            ]
-            with m.If(pop):
-                m.d.sync += ptr.eq(wrap_incr(ptr, depth))
-            count_next = Signal.like(count, name=f"{name}_count_next")
-            m.d.comb += count_next.eq(count + take - pop)
-            m.d.sync += count.eq(count_next)
-            return count_next
-
-        unfinished_next = head(self.resp, unfinished, "resp")
-        m.d.sync += [any_unfinished.eq(unfinished_next != 0),
+        # The oldest unfinished burst, from its own pointer.
+        resp = self.resp
+        read = queue.read_port(domain="comb")
+        resp_ptr = Signal(range(depth))
+        pop = resp.valid & resp.ready
+        m.d.comb += [
+            read.addr.eq(resp_ptr),
+            resp.payload.eq(read.data),
+            resp.valid.eq(unfinished != 0),
+        ]
+        with m.If(pop):
+            m.d.sync += resp_ptr.eq(wrap_incr(resp_ptr, depth))
+        unfinished_next = Signal.like(unfinished)
+        m.d.comb += unfinished_next.eq(unfinished + take - pop)
+        m.d.sync += [unfinished.eq(unfinished_next),
+                     any_unfinished.eq(unfinished_next != 0),
                      below_limit.eq(unfinished_next != depth)]
-        if self._data_head:
-            unsent = Signal(range(depth + 1))
-            head(self.data, unsent, "data")
         return m
