@@ -2,12 +2,12 @@
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
 from .axi import AXI4ReadSignature, connect_address, resp_is_error
 from .legalizer import BurstIssuer, BurstSplitter, GmRow
+from .queue import BypassQueue
 from .register_copy import RegisterCopy
 
 
@@ -34,7 +34,7 @@ class AxiReader(wiring.Component):
     at most `max_outstanding` bursts are on the bus at once, so up to that many memory
     latencies overlap. An R word is on `beats` in the cycle it is on R when no earlier
     word waits (so `beats` follows R combinationally); words not taken at once wait in a
-    small FIFO, whose room is RREADY (a register), and leave it one per cycle. ARVALID
+    small queue, whose room is RREADY (a register), and leave it one per cycle. ARVALID
     for a row's first burst rises one clock edge after the edge that takes the row.
     """
 
@@ -61,20 +61,18 @@ class AxiReader(wiring.Component):
 
         # R words of one ID arrive in issue order, so the oldest unfinished burst is the
         # one each word belongs to. A word offered while none waits goes straight on to
-        # `beats`; one that is not taken at once waits in a small FIFO, and RREADY is that
-        # FIFO's room (a register).
+        # `beats`; one that is not taken at once waits in a small queue, whose room is
+        # RREADY. The queue's room, its output word and "a word waits" (its output is
+        # valid) are registers, so `beats` is one mux from flip-flops or R; a copy of
+        # "a word waits" selects the payload.
         burst = issuer.resp.payload
-        words = m.submodules.words = SyncFIFO(width=self.beat_layout.size, depth=3)
+        words = m.submodules.words = BypassQueue(width=self.beat_layout.size, depth=3)
         word = Signal(self.beat_layout)
-        # "A word waits" (the FIFO's level is not 0) as registers of its own, so
-        # `beats.valid` is one gate from a flip-flop; a copy selects the payload.
-        waiting = Signal()
+        waiting = words.r_rdy
         waiting_select = RegisterCopy(1)
         m.submodules.waiting_select = waiting_select
-        waiting_next = ((words.w_en & words.w_rdy) | (words.level > 1)
-                        | (waiting & ~words.r_en))
-        m.d.sync += waiting.eq(waiting_next)
-        m.d.comb += waiting_select.d.eq(waiting_next)
+        m.d.comb += waiting_select.d.eq((words.w_en & words.w_rdy) | (words.level > 1)
+                                        | (waiting & ~words.r_en))
         accept = axi.rvalid & axi.rready
         m.d.comb += [
             axi.rready.eq(words.w_rdy),
