@@ -1,6 +1,6 @@
 """Event flags between the engine's pipes (set_flag / wait_flag)."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import C, Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -77,21 +77,32 @@ class EventFlags(wiring.Component):
             # `granted` is this register; it also keeps the waiter, which still shows the
             # consumed wait, from being decided twice.
             decide = waiter.valid & ~waiter.granted
-            grant = decide & (waiter.pipe == Pipe.EXTERNAL)
-            for src, setter in sets.items():
+            # Whether the named counter is non-zero is a register per counter, and which
+            # one is named is a mux of them by (pipe, event) alone, so the grant is that
+            # mux and one gate with `decide`, not a compare and an OR over the counters.
+            available = []
+            for src in sorted(Pipe):
                 for event in range(1 << EVENT_ID_BITS):
-                    count = Signal(range(self.depth + 1),
-                                   name=f"flag_{src.name}_{dst.name}_{event}")
-                    inc = setter.valid & (setter.pipe == dst) & (setter.event == event)
-                    dec = (decide & (waiter.pipe == src) & (waiter.event == event)
-                           & (count != 0))
-                    grant |= dec
-                    with m.If(inc & ~dec & (count != self.depth)):
-                        m.d.sync += count.eq(count + 1)
-                    with m.Elif(dec & ~inc):
-                        m.d.sync += count.eq(count - 1)
-            m.d.sync += waiter.granted.eq(grant)
+                    if src in sets:
+                        available.append(self._counter(m, sets[src], waiter, decide,
+                                                       src, dst, event))
+                    else:
+                        available.append(C(1))
+            hit = Cat(*available).bit_select(Cat(waiter.event, waiter.pipe), 1)
+            m.d.sync += waiter.granted.eq(decide & hit)
         return m
+
+    def _counter(self, m, setter, waiter, decide, src, dst, event):
+        """Counter (src, dst, event); returns its "non-zero" register."""
+        count = Signal(range(self.depth + 1), name=f"flag_{src.name}_{dst.name}_{event}")
+        nonzero = Signal(name=f"flag_{src.name}_{dst.name}_{event}_nonzero")
+        inc = setter.valid & (setter.pipe == dst) & (setter.event == event)
+        dec = decide & (waiter.pipe == src) & (waiter.event == event) & nonzero
+        with m.If(inc & ~dec & (count != self.depth)):
+            m.d.sync += [count.eq(count + 1), nonzero.eq(1)]
+        with m.Elif(dec & ~inc):
+            m.d.sync += [count.eq(count - 1), nonzero.eq(count != 1)]
+        return nonzero
 
     def _registered_set(self, m, src):
         """The set port of `src`, one cycle later."""
