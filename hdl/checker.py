@@ -341,27 +341,34 @@ class CopyChecker(wiring.Component):
         last = age == latency - 1
         load = Signal()
         m.d.comb += load.eq(last & ~self.result.valid)
-        age_next = Signal.like(age)
         valid_next = Signal()
-        m.d.comb += [age_next.eq(age), valid_next.eq(self.result.valid)]
-        with m.If(accept):
-            m.d.comb += age_next.eq(1)
-        with m.Elif(load):
-            m.d.comb += age_next.eq(0)
-        with m.Elif((age != 0) & ~last):
-            m.d.comb += age_next.eq(age + 1)
+        m.d.comb += valid_next.eq(self.result.valid)
         with m.If(load):
             m.d.comb += valid_next.eq(1)
         with m.Elif(self.result.ready):
             m.d.comb += valid_next.eq(0)
+        # The age after this edge if no request is accepted: from registers and
+        # `result.ready` alone.
+        age_kept = Signal.like(age)
+        m.d.comb += age_kept.eq(age)
+        with m.If(load):
+            m.d.comb += age_kept.eq(0)
+        with m.Elif((age != 0) & ~last):
+            m.d.comb += age_kept.eq(age + 1)
+
+        def ready_at(age_next):
+            return (age_next == 0) | ((age_next == latency - 1) & ~valid_next)
+
         # `request.ready` is (age == 0) | load, worked out a cycle ahead into a register:
         # it gates every request register's enable, and the pipe's command handshake.
+        # It and `busy` are each a choice on `accept` between values worked out without
+        # it, so the request's `valid` is one LUT from them.
         ready = Signal(init=1)
         m.d.sync += [
-            age.eq(age_next),
+            age.eq(Mux(accept, 1, age_kept)),
             self.result.valid.eq(valid_next),
-            ready.eq((age_next == 0) | ((age_next == latency - 1) & ~valid_next)),
-            self.busy.eq((age_next != 0) | valid_next),
+            ready.eq(Mux(accept, ready_at(Const(1, len(age))), ready_at(age_kept))),
+            self.busy.eq(accept | (age_kept != 0) | valid_next),
         ]
         m.d.comb += self.request.ready.eq(ready)
         return load
