@@ -12,7 +12,7 @@ only picks, per lane, between two queued words.
 The rotation is a log-shifter split into registered stages that each resolve
 ROTATE_BITS = 3 bits of the rotate amount (an 8:1 mux per bit, as a balanced tree of 2:1
 muxes on the amount bits; on ECP5, four LUT4s and the slice's PFUMX/L6MUX muxes, one
-LUT level), ceil(log2(W) / 3) stages, the last resolving the bits left over: 2 stages
+LUT level), ceil(log2(W) / 3) stages, the first resolving the bits left over: 2 stages
 at W = 16, 32 and 64. The merge reads the two oldest entries of a 4-deep queue
 and retires up to two per output word: a row whose first output needs two source words
 (dst_off < src_off) draws on words the queue took in while an earlier output needed
@@ -59,15 +59,18 @@ def offset_bits(width_bytes):
 
 def rotate_stages(width_bytes):
     """Registered stages of the rotator: each resolves ROTATE_BITS bits of the rotate
-    amount, the last the bits left over."""
+    amount, the first the bits left over."""
     return -(-offset_bits(width_bytes) // ROTATE_BITS)
 
 
 def _rotate_slices(width_bytes):
-    """Per rotator stage, the bits [lo, hi) of the rotate amount it resolves."""
+    """Per rotator stage, the bits [lo, hi) of the rotate amount it resolves. The first
+    stage takes the bits left over, so the smallest mux is the one whose input comes
+    straight from the source (the UB's block RAMs or R, routed from afar, and the mux
+    between them and the source's queue)."""
     shift = offset_bits(width_bytes)
-    return [(lo, min(lo + ROTATE_BITS, shift))
-            for lo in range(0, ROTATE_BITS * rotate_stages(width_bytes), ROTATE_BITS)]
+    slices = [(lo, min(lo + ROTATE_BITS, shift)) for lo in range(0, shift, ROTATE_BITS)]
+    return slices[::-1]
 
 
 def align_row_layout(width_bytes):
@@ -258,8 +261,8 @@ class Aligner(wiring.Component):
         setup_valid, setup = self._setup(m, tag_layout, index_bits, setup_take,
                                          setup_skid_take)
 
-        # --- Rotator: stage i holds its word rotated by amount bits [0, hi) of its
-        # _rotate_slices entry (ROTATE_BITS more per stage, the last the rest). All
+        # --- Rotator: stage i holds its word rotated by the amount bits of _rotate_slices
+        # entries 0 .. i (the first the bits left over, then ROTATE_BITS per stage). All
         # stages move together; they hold only while the last one has a word the queue
         # has no room for, so the enable is one gate from registers.
         stages = rotate_stages(width)
