@@ -446,10 +446,15 @@ class CopyChecker(wiring.Component):
         E = align_up(max(dst_stride, footprint), 32), the larger aligned value (stage 2, so
         it joins the destination end's sum with the partial products)."""
         fields = incoming.fields
-        footprint = ((fields.left_padding + fields.right_padding) << log2_es) + fields.len_burst
-        row, stride = (_load(m, accept, _align_up(value), f"{name}_aligned")
-                       for name, value in (("footprint", footprint),
-                                           ("dst_stride", fields.dst_stride)))
+        # The footprint, and it aligned up, each as a carry-save level in front of one
+        # carry chain. It is below 2^22: len < 2^21, and each pad at most 255 * 8 bytes.
+        bits = LEN_BITS + 1
+        terms = [fields.left_padding << log2_es, fields.right_padding << log2_es,
+                 fields.len_burst]
+        footprint = sum_mod(terms, bits)
+        row = _load(m, accept, sum_mod([*terms, UB_LINE - 1], bits)[LINE_SHIFT:] << LINE_SHIFT,
+                    "footprint_aligned")
+        stride = _load(m, accept, _align_up(fields.dst_stride), "dst_stride_aligned")
         extent = _reg(m, Mux(row > stride, row, stride), "extent")
         return {"footprint": _load(m, accept, footprint, "footprint"),
                 "extent": extent[:EXTENT_BITS]}
