@@ -2,7 +2,6 @@
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from model.isa import PIPE_REGISTERS, PROFILES, ErrorCode, GM_ADDR_BITS, Opcode, Pipe
@@ -12,6 +11,7 @@ from .checker import SPAN_FIELDS, CopyChecker
 from .commands import CommandEntry, op_fields
 from .flags import FlagSetSignature, FlagWaitSignature
 from .layouts import CMD_INDEX_BITS, COPY_SEQ_BITS, AbortSignature, Completion, RowJob
+from .queue import BypassQueue
 from .regfile import PipeRegisters
 
 COPY_KIND = {
@@ -104,7 +104,7 @@ class PipeController(wiring.Component):
         m = Module()
         checker = m.submodules.checker = CopyChecker(self.kind, self.profile)
         addrgen = m.submodules.addrgen = AddressGenerator(self.kind, self.width_bytes)
-        in_flight = m.submodules.in_flight = SyncFIFOBuffered(
+        in_flight = m.submodules.in_flight = BypassQueue(
             width=CMD_INDEX_BITS, depth=IN_FLIGHT_DEPTH)
         wiring.connect(m, addrgen.rows, wiring.flipped(self.rows))
         wiring.connect(m, wiring.flipped(self.abort), addrgen.abort)
