@@ -14,7 +14,6 @@ of the interrupt, so no AXI input reaches the UB's block RAMs or the pipes in on
 
 from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
@@ -24,6 +23,7 @@ from . import regmap
 from .axi import RESP_WIDTH, PROT_WIDTH, Resp
 from .intake import RoutedWord, route_word
 from .pipe import StatusSignature
+from .queue import BypassQueue
 from .ub import TEST_READ_LATENCY, UbTestSignature
 
 DATA_BITS = 32
@@ -79,8 +79,8 @@ class CsrFrontEnd(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=RoutedWord.as_shape().size,
-                                                    depth=regmap.CMD_FIFO_DEPTH)
+        m.submodules.fifo = fifo = BypassQueue(width=RoutedWord.as_shape().size,
+                                               depth=regmap.CMD_FIFO_DEPTH)
         m.d.comb += [
             self.cmd.payload.eq(fifo.r_data),
             self.cmd.valid.eq(fifo.r_rdy),
