@@ -38,8 +38,8 @@ from .ub import PART_BYTES, UnifiedBuffer, part_count
 from .ubcopy import UbCopyDatapath
 
 DEVICE = ["--85k", "--package", "CABGA381"]
-# The placer weighs timing three times its default (10): the whole design's paths are
-# mostly routing, and at 30 it reached 95.3 MHz where the default gave 86.2 (seed 1).
+# The placer weighs timing three times its default (10): the whole design's worst paths
+# are mostly routing (the README's FPGA section has the builds with each).
 PLACER = ["--placer-heap-timingweight", "30"]
 GOAL_MHZ = 125
 DP16KD_AVAILABLE = 208          # LFE5U-85F
