@@ -139,18 +139,20 @@ def _align_up(value):
     return ((value + (UB_LINE - 1)) >> LINE_SHIFT) << LINE_SHIFT
 
 
-def _load(m, accept, value, name, init=0):
-    """A register loaded with the request (valid at stage 1, held until the next accept).
-    Registers that load the same value are kept apart (not merged by synthesis) by
-    giving them different `init` values, which nothing reads: the result is valid only
-    after an accept, so the register needs no reset either."""
+def _load(m, capture, value, name, init=0):
+    """A register loaded with the request on every cycle `capture` (the checker's
+    `request.ready`) is high: valid at stage 1 after an accept, and held while the copy is
+    evaluated, as `request.ready` stays low until its result loads. Registers that load
+    the same value are kept apart (not merged by synthesis) by giving them different
+    `init` values, which nothing reads: the result is valid only after an accept, so the
+    register needs no reset either."""
     reg = Signal(value.shape(), name=name, init=init, reset_less=True)
-    with m.If(accept):
+    with m.If(capture):
         m.d.sync += reg.eq(value)
     return reg
 
 
-def _partial_products(m, accept, a, b, cap, name, copies, weight=0):
+def _partial_products(m, capture, a, b, cap, name, copies, weight=0):
     """(a*b) << weight, for Values a and b of the request being accepted, as partial
     products of at most MUL_BITS x MUL_BITS bits each, in the form `_carry_save_sum` sums:
     ((value shifted to its weight, flag), stage). Bits of weight 2^cap and up only set the
@@ -167,14 +169,14 @@ def _partial_products(m, accept, a, b, cap, name, copies, weight=0):
         for j in range(0, len(b), MUL_BITS):
             x, y, shift = a[i:i + MUL_BITS], b[j:j + MUL_BITS], weight + i + j
             if shift >= cap:
-                x, y = (_load(m, accept, v, f"{name}_{i}_{j}_{k}",
+                x, y = (_load(m, capture, v, f"{name}_{i}_{j}_{k}",
                               init=next(copies) % (1 << len(v)))
                         for v, k in ((x, "a"), (y, "b")))
                 over = _reg(m, (x != 0) & (y != 0), f"{name}_{i}_{j}_over")
                 terms.append(((None, over), 2))
                 continue
             mul = m.submodules[f"{name}_{i}_{j}"] = RegisteredMultiplier(len(x), len(y))
-            m.d.comb += [mul.a.eq(x), mul.b.eq(y), mul.load.eq(accept)]
+            m.d.comb += [mul.a.eq(x), mul.b.eq(y), mul.load.eq(capture)]
             keep = cap - shift
             value = mul.p[:keep] << shift
             high = mul.p[keep:]
@@ -298,17 +300,21 @@ class CopyChecker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         accept = self.request.valid & self.request.ready
+        # The request's registers load on every cycle the checker is ready, whether or not
+        # a request is offered, so their enable is a register: only the handshake's few
+        # registers wait on `request.valid`.
+        capture = self.request.ready
         incoming = self.request.payload
         held = Signal(request_layout(self.kind))
-        with m.If(accept):
+        with m.If(capture):
             m.d.sync += held.eq(incoming)
 
         log2_es, supported = self._element_size(m, incoming.fields.dtype)
-        derived = self._first_stage(m, accept, incoming, log2_es, supported)
+        derived = self._first_stage(m, capture, incoming, log2_es, supported)
         if self.kind == Opcode.COPY_GM_TO_UBUF:
-            derived.update(self._row_extent(m, accept, incoming, log2_es))
+            derived.update(self._row_extent(m, capture, incoming, log2_es))
         geom = self._geometry(held, derived)
-        ends = self._range_ends(m, accept, incoming, geom)
+        ends = self._range_ends(m, capture, incoming, geom)
         geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
         flags = self._rules(m, held, derived, geom, ends)
         next_error = self._priority(m, flags)
@@ -384,7 +390,7 @@ class CopyChecker(wiring.Component):
                         m.d.comb += [log2_es.eq(exact_log2(entry.size)), supported.eq(1)]
         return log2_es, supported
 
-    def _first_stage(self, m, accept, incoming, log2_es, supported):
+    def _first_stage(self, m, capture, incoming, log2_es, supported):
         """Stage 1, captured with the request: element size, counts > 1, empty, UB->UB
         strides in lines."""
         fields = incoming.fields
@@ -398,7 +404,7 @@ class CopyChecker(wiring.Component):
         empty = (fields.len_burst == 0)
         for value in counts.values():
             empty |= (value == 0)
-        with m.If(accept):
+        with m.If(capture):
             m.d.sync += [derived["empty"].eq(empty), derived["log2_es"].eq(log2_es),
                          derived["supported"].eq(supported)]
             for name, value in counts.items():
@@ -440,7 +446,7 @@ class CopyChecker(wiring.Component):
         return geom
 
     @staticmethod
-    def _row_extent(m, accept, incoming, log2_es):
+    def _row_extent(m, capture, incoming, log2_es):
         """MTE2 UB row: footprint L*es + len + R*es, and it and dst_stride aligned up to a
         line (stage 1, from the incoming request and its element size); extent
         E = align_up(max(dst_stride, footprint), 32), the larger aligned value (stage 2, so
@@ -452,14 +458,14 @@ class CopyChecker(wiring.Component):
         terms = [fields.left_padding << log2_es, fields.right_padding << log2_es,
                  fields.len_burst]
         footprint = sum_mod(terms, bits)
-        row = _load(m, accept, sum_mod([*terms, UB_LINE - 1], bits)[LINE_SHIFT:] << LINE_SHIFT,
+        row = _load(m, capture, sum_mod([*terms, UB_LINE - 1], bits)[LINE_SHIFT:] << LINE_SHIFT,
                     "footprint_aligned")
-        stride = _load(m, accept, _align_up(fields.dst_stride), "dst_stride_aligned")
+        stride = _load(m, capture, _align_up(fields.dst_stride), "dst_stride_aligned")
         extent = _reg(m, Mux(row > stride, row, stride), "extent")
-        return {"footprint": _load(m, accept, footprint, "footprint"),
+        return {"footprint": _load(m, capture, footprint, "footprint"),
                 "extent": extent[:EXTENT_BITS]}
 
-    def _range_ends(self, m, accept, incoming, geom):
+    def _range_ends(self, m, capture, incoming, geom):
         """One past the last source and destination byte, as (value, beyond, stage): base +
         the offsets of the last row on each loop level + the row's bytes, kept to the
         width of the result's src_end / dst_end, and whether it is past the end of its
@@ -474,7 +480,7 @@ class CopyChecker(wiring.Component):
             cap = Shape.cast(layout.members[f"{side}_end"]).width
             terms = [(_capped(geom[side], cap), 1), (_capped(row, cap), row_stage)]
             for level, count_m1, stride, weight in self._level_offsets(incoming, side):
-                terms += _partial_products(m, accept, count_m1, stride, cap,
+                terms += _partial_products(m, capture, count_m1, stride, cap,
                                            f"{side}_{level}", copies, weight)
             ends[side] = _carry_save_sum(m, terms, cap, self._memory_size(side),
                                          f"{side}_end")
@@ -489,7 +495,7 @@ class CopyChecker(wiring.Component):
 
     def _level_offsets(self, incoming, side):
         """(level, count - 1, stride, weight of the stride's unit) of each loop level of
-        `side`, as Values of the incoming request (the multipliers load them at accept):
+        `side`, as Values of the incoming request (the multipliers load them with it):
         (count - 1) * stride << weight is the offset of the level's last row."""
         fields = incoming.fields
 

@@ -88,7 +88,8 @@ def boundaries_touched(kind, values, regs, profile):
 ])
 def test_checker_matches_rules(kind, profile, count, stall):
     """Random copies against the model; the consumer refuses a result with probability
-    `stall` per cycle."""
+    `stall` per cycle, and the producer, between requests, offers another copy's payload
+    without `valid` on a random half of cycles."""
     profile = PROFILES[profile]
     rng = random.Random(f"{kind.name}-{profile.name}")
     cases = [random_copy(rng, kind, profile) for _ in range(count)]
@@ -99,7 +100,13 @@ def test_checker_matches_rules(kind, profile, count, stall):
     busy_errors = []        # cycles where `busy` is not "a copy accepted, result not taken"
 
     async def producer(ctx):
+        idle_rng = random.Random(f"idle-{count}")
         for (values, regs), index in zip(cases, indices):
+            while idle_rng.random() < 0.5:
+                # A payload without `valid` is no request, whatever it holds.
+                ctx.set(dut.request.payload, request_payload(
+                    kind, *idle_rng.choice(cases), idle_rng.getrandbits(CMD_INDEX_BITS)))
+                await ctx.tick()
             await stream_put(ctx, dut.request, request_payload(kind, values, regs, index))
 
     async def consumer(ctx):
