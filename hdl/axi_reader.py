@@ -71,8 +71,7 @@ class AxiReader(wiring.Component):
         waiting = words.r_rdy
         waiting_select = RegisterCopy(1)
         m.submodules.waiting_select = waiting_select
-        m.d.comb += waiting_select.d.eq((words.w_en & words.w_rdy) | (words.level > 1)
-                                        | (waiting & ~words.r_en))
+        m.d.comb += waiting_select.d.eq(words.r_rdy_next)
         accept = axi.rvalid & axi.rready
         m.d.comb += [
             axi.rready.eq(words.w_rdy),

@@ -4,7 +4,8 @@ The registers are those of `hdl.regmap`. One write and one read are handled at a
 read takes 3 + TEST_READ_LATENCY cycles (address, the UB request, the UB's head and read,
 the UB word's lane into a register, then data) so that UB_DATA can read the UB's
 synchronous port like any other register and the lane select ends in a register before
-the read mux. A write to CMD waits (AWREADY/WREADY low) while the command FIFO is full,
+the read mux. The other registers use those cycles for a first registered level of the
+read mux, per group (the front end's own, each pipe's status). A write to CMD waits (AWREADY/WREADY low) while the command FIFO is full,
 so no command word is ever lost.
 
 What reaches the engine is registered: the UB window's requests (`ub` is driven from
@@ -12,7 +13,10 @@ registers, a cycle after the AXI handshake), `clear_errors`, and the done / erro
 of the interrupt, so no AXI input reaches the UB's block RAMs or the pipes in one cycle.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal, Value
+import operator
+from functools import reduce
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -153,20 +157,22 @@ class CsrFrontEnd(wiring.Component):
         return accepted
 
     def _read_values(self, fifo, irq_enable, done, any_error, ub_addr):
-        """offset -> the value a read returns (UB_DATA is handled by the read channel)."""
+        """Per group of registers (the front end's own, then each pipe's status, which
+        sits with its pipe): offset -> the value a read returns (UB_DATA is handled by the
+        read channel)."""
         config = self.width_bytes | ((self.ub_size // 1024) << 8)
-        values = {
+        groups = [{
             "ID": Const(regmap.ID_VALUE, DATA_BITS),
             "CONFIG": Const(config, DATA_BITS),
             "CMD_FREE": regmap.CMD_FIFO_DEPTH - fifo.level,
             "IRQ_ENABLE": irq_enable,
             "IRQ_STATUS": Cat(done, any_error, self.irq),
             "UB_ADDR": ub_addr,
-        }
+        }]
         for pipe in regmap.PIPES:
             status = getattr(self, status_port(pipe))
             p = pipe.name
-            values.update({
+            groups.append({
                 f"{p}_STATUS": status.busy,
                 f"{p}_COMPLETED": status.completed,
                 f"{p}_ERROR": Value.cast(status.error),
@@ -174,7 +180,8 @@ class CsrFrontEnd(wiring.Component):
                 f"{p}_ERROR_ADDR_LO": status.error_addr[:32],
                 f"{p}_ERROR_ADDR_HI": status.error_addr[32:],
             })
-        return {regmap.BY_NAME[name].offset: value for name, value in values.items()}
+        return [{regmap.BY_NAME[name].offset: value for name, value in group.items()}
+                for group in groups]
 
     def _read_channel(self, m, write_accepted, ub_addr, values):
         axil = self.axil
@@ -213,13 +220,19 @@ class CsrFrontEnd(wiring.Component):
         # read mux below. Meaningful only the cycle after `pending`, so it needs no enable.
         m.d.sync += ub_lane_data.eq(self.ub.rdata.word_select(pending_lane, DATA_BITS))
 
-        with m.If(selected):
-            m.d.sync += rvalid.eq(1)
+        # The read mux in two registered levels, as every read waits for the UB's latency
+        # anyway: each group's value at `pending_offset` (0 if it is not in the group),
+        # loaded on every cycle, then their OR.
+        chosen = []
+        for k, group in enumerate(values):
+            value = Signal(DATA_BITS, name=f"read_group{k}")
             with m.Switch(pending_offset):
-                for offset, value in values.items():
+                for offset, register in group.items():
                     with m.Case(offset):
-                        m.d.sync += rdata.eq(value)
-                with m.Case(ub_data):
-                    m.d.sync += rdata.eq(ub_lane_data)
+                        m.d.sync += value.eq(register)
                 with m.Default():
-                    m.d.sync += rdata.eq(0)
+                    m.d.sync += value.eq(0)
+            chosen.append(value)
+        chosen.append(Mux(pending_offset == ub_data, ub_lane_data, 0))
+        with m.If(selected):
+            m.d.sync += [rvalid.eq(1), rdata.eq(reduce(operator.or_, chosen))]

@@ -296,13 +296,16 @@ class BurstIssuer(wiring.Component):
         m.d.comb += [
             read.addr.eq(resp_ptr),
             resp.payload.eq(read.data),
-            resp.valid.eq(unfinished != 0),
+            resp.valid.eq(any_unfinished),
         ]
         with m.If(pop):
             m.d.sync += resp_ptr.eq(wrap_incr(resp_ptr, depth))
-        unfinished_next = Signal.like(unfinished)
-        m.d.comb += unfinished_next.eq(unfinished + take - pop)
-        m.d.sync += [unfinished.eq(unfinished_next),
-                     any_unfinished.eq(unfinished_next != 0),
-                     below_limit.eq(unfinished_next != depth)]
+        # The count +- 1 and its flags from compares of the register alone, picked by the
+        # handshakes: no carry chain after them.
+        with m.If(take & ~pop):
+            m.d.sync += [unfinished.eq(unfinished + 1), any_unfinished.eq(1),
+                         below_limit.eq(unfinished != depth - 1)]
+        with m.Elif(pop & ~take):
+            m.d.sync += [unfinished.eq(unfinished - 1), any_unfinished.eq(unfinished != 1),
+                         below_limit.eq(1)]
         return m

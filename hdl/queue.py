@@ -30,6 +30,9 @@ class BypassQueue(wiring.Component):
     in a free slot, which the next write overwrites. Likewise the output register loads
     on every cycle it is free, the inner queue's head or else `w_data`, and only
     `r_rdy` waits on `w_en`: the wide enables do not.
+
+    `r_rdy_next` is the value `r_rdy` takes on the next edge, for a user that keeps
+    copies of `r_rdy` in registers of its own (`RegisterCopy`), each near its loads.
     """
 
     def __init__(self, *, width, depth):
@@ -38,7 +41,7 @@ class BypassQueue(wiring.Component):
         self.depth = depth
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
-            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1), "r_rdy_next": Out(1),
             "level": Out(range(depth + 1)),
         })
 
@@ -56,8 +59,10 @@ class BypassQueue(wiring.Component):
         has_room = Signal(init=1)               # held != slots, as a register
         has_head = held != 0
         written = self.w_en & has_room
-        queued = written & ~(~has_head & out_free)     # not bypassed
-        refill = out_free & has_head
+        # The output register is full whenever the inner queue holds an entry (it
+        # refills on every edge it is free), so with a head, `out_free` is `r_en`.
+        queued = written & (has_head | (self.r_rdy & ~self.r_en))     # not bypassed
+        refill = has_head & self.r_en
         m.d.comb += [
             self.w_rdy.eq(has_room),
             write.addr.eq(w_ptr),
@@ -80,7 +85,8 @@ class BypassQueue(wiring.Component):
             m.d.sync += has_room.eq(held != slots - 1)
         with m.Elif(refill & ~queued):
             m.d.sync += has_room.eq(1)
+        m.d.comb += self.r_rdy_next.eq(Mux(out_free, has_head | self.w_en, self.r_rdy))
+        m.d.sync += self.r_rdy.eq(self.r_rdy_next)
         with m.If(out_free):
-            m.d.sync += [self.r_data.eq(Mux(has_head, head.data, self.w_data)),
-                         self.r_rdy.eq(has_head | self.w_en)]
+            m.d.sync += self.r_data.eq(Mux(has_head, head.data, self.w_data))
         return m
