@@ -5,8 +5,8 @@ read takes 3 + TEST_READ_LATENCY cycles (address, the UB request, the UB's head 
 the UB word's lane into a register, then data) so that UB_DATA can read the UB's
 synchronous port like any other register and the lane select ends in a register before
 the read mux. The other registers use those cycles for a first registered level of the
-read mux, per group (the front end's own, each pipe's status). A write to CMD waits (AWREADY/WREADY low) while the command FIFO is full,
-so no command word is ever lost.
+read mux, per group (the front end's own, each pipe's status). A write to CMD waits
+(AWREADY/WREADY low) while the command FIFO is full, so no command word is ever lost.
 
 What reaches the engine is registered: the UB window's requests (`ub` is driven from
 registers, a cycle after the AXI handshake), `clear_errors`, and the done / error terms
