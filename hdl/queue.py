@@ -59,9 +59,9 @@ class BypassQueue(wiring.Component):
         has_room = Signal(init=1)               # held != slots, as a register
         has_head = held != 0
         written = self.w_en & has_room
+        queued = written & (has_head | ~out_free)      # not bypassed
         # The output register is full whenever the inner queue holds an entry (it
         # refills on every edge it is free), so with a head, `out_free` is `r_en`.
-        queued = written & (has_head | (self.r_rdy & ~self.r_en))     # not bypassed
         refill = has_head & self.r_en
         m.d.comb += [
             self.w_rdy.eq(has_room),
