@@ -8,10 +8,10 @@ and offset comes from the isa table; `op_layout` checks that the struct places e
 at the isa offset.
 """
 
-from amaranth.hdl import unsigned
-from amaranth.lib import data
+from amaranth.hdl import Mux, Signal, unsigned
+from amaranth.lib import data, enum
 
-from model.isa import MAX_COMMAND_WORDS, OP_BY_OPCODE, OPS, WORD_BITS, Opcode
+from model.isa import COPY_OPCODES, MAX_COMMAND_WORDS, OP_BY_OPCODE, OPS, WORD_BITS, Opcode, Pipe
 
 from .layouts import CMD_INDEX_BITS
 
@@ -38,6 +38,35 @@ class CommandEntry(data.Struct):
     """A whole command and its position in the command stream since reset (from 0)."""
     cmd: Command
     index: CMD_INDEX_BITS
+
+
+class CommandKind(enum.Enum, shape=2):
+    """What a pipe waits on before it takes a command."""
+    IMMEDIATE = 0   # a register write, or a set_flag whose other side is EXTERNAL
+    COPY = 1        # the copy checker's `ready`
+    SET_FLAG = 2    # a set_flag for another engine pipe: no copy of this pipe unfinished
+    WAIT_FLAG = 3   # the flag's grant
+
+
+def command_kind(m, cmd):
+    """The CommandKind of a `Command` view, decoded in `m`."""
+    kind = Signal(CommandKind)
+    with m.Switch(cmd.opcode):
+        with m.Case(*COPY_OPCODES):
+            m.d.comb += kind.eq(CommandKind.COPY)
+        with m.Case(Opcode.SET_FLAG):
+            external = op_fields(cmd, Opcode.SET_FLAG).dst_pipe == Pipe.EXTERNAL
+            m.d.comb += kind.eq(Mux(external, CommandKind.IMMEDIATE, CommandKind.SET_FLAG))
+        with m.Case(Opcode.WAIT_FLAG):
+            m.d.comb += kind.eq(CommandKind.WAIT_FLAG)
+    return kind
+
+
+class PipeCommand(data.Struct):
+    """A command as its pipe receives it: the entry and its kind, decoded before it is
+    queued, so the pipe's `ready` is a choice by a register and not an opcode decode."""
+    entry: CommandEntry
+    kind: CommandKind
 
 
 def op_fields(cmd, opcode):

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import MAX_COMMAND_WORDS, OPCODE_BITS, OPS, WORD_BITS, Opcode, Pipe
 
-from .commands import COMMAND_BITS, Command, CommandEntry, op_fields
+from .commands import COMMAND_BITS, Command, CommandEntry, PipeCommand, command_kind, op_fields
 from .layouts import CMD_INDEX_BITS
 from .queue import BypassQueue
 
@@ -156,7 +156,8 @@ ENGINE_PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
 class Dispatcher(wiring.Component):
     """Routes each command to a FIFO of the pipe that executes it (`payload.pipe`, which
     the intake works out: set_flag runs on its src_pipe, wait_flag on its dst_pipe, every
-    other op on its isa pipe). A command for Pipe.EXTERNAL is accepted and dropped.
+    other op on its isa pipe). A command for Pipe.EXTERNAL is accepted and dropped. Each
+    command is queued with its kind (`PipeCommand`), decoded once for all pipes.
 
     Each pipe has its own `depth`-entry FIFO, so a pipe that stalls only holds up the
     command stream once its FIFO is full; until then the other pipes keep receiving.
@@ -170,22 +171,24 @@ class Dispatcher(wiring.Component):
         self.depth = depth
         super().__init__({
             "commands": In(stream.Signature(RoutedCommand)),
-            **{pipe.name.lower(): Out(stream.Signature(CommandEntry)) for pipe in ENGINE_PIPES},
+            **{pipe.name.lower(): Out(stream.Signature(PipeCommand)) for pipe in ENGINE_PIPES},
             "busy": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         entry, pipe = self.commands.payload.entry, self.commands.payload.pipe
+        queued = Signal(PipeCommand)
+        m.d.comb += [queued.entry.eq(entry), queued.kind.eq(command_kind(m, entry.cmd))]
         # A dropped flag is consumed at once; a routed command waits for its pipe's FIFO.
         m.d.comb += self.commands.ready.eq(pipe == Pipe.EXTERNAL)
         for p in ENGINE_PIPES:
             fifo = m.submodules[f"fifo_{p.name.lower()}"] = BypassQueue(
-                width=CommandEntry.as_shape().size, depth=self.depth)
+                width=PipeCommand.as_shape().size, depth=self.depth)
             out = getattr(self, p.name.lower())
             routed = pipe == p
             m.d.comb += [
-                fifo.w_data.eq(entry.as_value()),
+                fifo.w_data.eq(queued.as_value()),
                 fifo.w_en.eq(self.commands.valid & routed),
                 out.payload.eq(fifo.r_data),
                 out.valid.eq(fifo.r_rdy),

@@ -8,7 +8,7 @@ from model.isa import PIPE_REGISTERS, PROFILES, ErrorCode, GM_ADDR_BITS, Opcode,
 
 from .addrgen import AddressGenerator
 from .checker import SPAN_FIELDS, CopyChecker
-from .commands import CommandEntry, op_fields
+from .commands import CommandKind, PipeCommand, op_fields
 from .flags import FlagSetSignature, FlagWaitSignature
 from .layouts import CMD_INDEX_BITS, COPY_SEQ_BITS, AbortSignature, Completion, RowJob
 from .queue import BypassQueue
@@ -47,7 +47,7 @@ class PipeController(wiring.Component):
     """Executes one pipe's commands in order.
 
     Ports:
-      cmd       In  stream of CommandEntry, from the Dispatcher
+      cmd       In  stream of PipeCommand, from the Dispatcher
       rows      Out stream of RowJob, to the pipe's datapath
       done      In  stream of Completion: one per non-empty copy whose rows were issued,
                     in the same order; always accepted
@@ -90,7 +90,7 @@ class PipeController(wiring.Component):
         self.kind = COPY_KIND[pipe]
         self.profile = PROFILES.get(profile, profile)
         super().__init__({
-            "cmd": In(stream.Signature(CommandEntry)),
+            "cmd": In(stream.Signature(PipeCommand)),
             "rows": Out(stream.Signature(RowJob)),
             "done": In(stream.Signature(Completion)),
             "abort": In(AbortSignature()),
@@ -109,7 +109,7 @@ class PipeController(wiring.Component):
         wiring.connect(m, addrgen.rows, wiring.flipped(self.rows))
         wiring.connect(m, wiring.flipped(self.abort), addrgen.abort)
 
-        entry = self.cmd.payload
+        entry = self.cmd.payload.entry
         # No copy in flight: a register, worked out from the in-flight queue's level and
         # handshakes a cycle ahead, so `idle` is one gate of registers where the command
         # handshake starts.
@@ -122,7 +122,7 @@ class PipeController(wiring.Component):
             m.d.comb += [checker.request.payload.regs.eq(regfile.snapshot),
                          checker.request.payload.counts_less_one.eq(regfile.counts_less_one)]
         m.d.comb += checker.request.payload.index.eq(entry.index)
-        self._fetch(m, entry, regfile, idle, checker, finished)
+        self._fetch(m, entry.cmd, regfile, idle, checker, finished)
         copy_end, rule_error = self._start_copies(m, checker, addrgen, in_flight, drained)
 
         pending = self._status(m, in_flight, finished, copy_end, rule_error,
@@ -169,41 +169,40 @@ class PipeController(wiring.Component):
         m.d.comb += regfile.command.eq(entry.cmd)
         return regfile
 
-    def _fetch(self, m, entry, regfile, idle, checker, finished):
-        """Execute the command at the head of `cmd`, or hand a copy to the checker."""
-        opcode = entry.cmd.opcode
+    def _fetch(self, m, cmd, regfile, idle, checker, finished):
+        """Execute the command at the head of `cmd`, or hand a copy to the checker. The
+        command's kind comes decoded, so `cmd.ready` is a choice among registers."""
         valid = self.cmd.valid
-        set_fields = op_fields(entry.cmd, Opcode.SET_FLAG)
-        wait_fields = op_fields(entry.cmd, Opcode.WAIT_FLAG)
+        set_fields = op_fields(cmd, Opcode.SET_FLAG)
+        wait_fields = op_fields(cmd, Opcode.WAIT_FLAG)
         m.d.comb += [
             self.flag_set.pipe.eq(set_fields.dst_pipe),
             self.flag_set.event.eq(set_fields.event_id),
             self.flag_wait.pipe.eq(wait_fields.src_pipe),
             self.flag_wait.event.eq(wait_fields.event_id),
         ]
-        with m.Switch(opcode):
-            with m.Case(self.kind):
+        with m.Switch(self.cmd.payload.kind):
+            with m.Case(CommandKind.COPY):
                 m.d.comb += [
                     checker.request.valid.eq(valid),
                     self.cmd.ready.eq(checker.request.ready),
                 ]
-            with m.Case(Opcode.SET_FLAG):
-                # Only a flag another pipe of this engine waits on needs this pipe idle.
-                external = set_fields.dst_pipe == Pipe.EXTERNAL
-                go = valid & (external | idle)
+            with m.Case(CommandKind.SET_FLAG):
+                # Another pipe waits on it: this pipe's writes must be committed first.
                 m.d.comb += [
-                    self.flag_set.valid.eq(go & ~external),
-                    self.cmd.ready.eq(external | idle),
-                    finished.eq(go),
+                    self.flag_set.valid.eq(valid & idle),
+                    self.cmd.ready.eq(idle),
+                    finished.eq(valid & idle),
                 ]
-            with m.Case(Opcode.WAIT_FLAG):
+            with m.Case(CommandKind.WAIT_FLAG):
                 m.d.comb += [
                     self.flag_wait.valid.eq(valid),
                     self.cmd.ready.eq(self.flag_wait.granted),
                     finished.eq(valid & self.flag_wait.granted),
                 ]
-            with m.Default():
-                # Register writes (MTE2, MTE3); the Dispatcher sends nothing else here.
+            with m.Case(CommandKind.IMMEDIATE):
+                # Register writes (MTE2, MTE3; the register file ignores any other
+                # command) and set_flags for EXTERNAL, which do nothing.
                 if regfile is not None:
                     m.d.comb += regfile.write.eq(valid)
                 m.d.comb += [self.cmd.ready.eq(1), finished.eq(valid)]

@@ -24,10 +24,8 @@ import numpy as np
 from . import isa, rules
 from .assembler import encode_instr
 from .errors import MteError
-from .isa import ErrorCode, Opcode, Pipe
+from .isa import COPY_OPCODES, ErrorCode, Opcode, Pipe
 from .memory import GlobalMemory, UnmappedAddressError, new_ub
-
-COPY_OPCODES = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM, Opcode.COPY_UBUF_TO_UBUF)
 
 # Each op's (field, largest value): a command whose fields all fit needs no trial encoding.
 _FIELD_LIMITS = {op.opcode: tuple((f.name, f.max) for f in op.fields) for op in isa.OPS}

@@ -181,6 +181,7 @@ OPS = (
 OP_BY_OPCODE = {op.opcode: op for op in OPS}
 OP_BY_MNEMONIC = {op.mnemonic: op for op in OPS}
 MAX_COMMAND_WORDS = max(op.words for op in OPS)
+COPY_OPCODES = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM, Opcode.COPY_UBUF_TO_UBUF)
 
 
 def op_pipe(op, values):
