@@ -125,6 +125,11 @@ class AddressGenerator(wiring.Component):
         step = Signal(Step)                              # how the walked row was reached
         advance = ~rows.valid | rows.ready
         counters = [Signal(len(job.geom[name]), name=f"{name}_left") for name in LOOP_COUNTS]
+        # Per loop level, whether its counter is 1 and whether the copy's count is 2, as
+        # registers: the at-end flags below are a choice among registers, with no wide
+        # compare in front of them.
+        at_one = [Signal(name=f"{name}_left_one") for name in LOOP_COUNTS]
+        count_two = [Signal(name=f"{name}_two") for name in LOOP_COUNTS]
         # Per loop level, whether the walked row is its level's last (registers), and the
         # values they take on the next edge. How the next row is reached and whether the
         # walked row is the copy's last follow from them alone, so they are registers
@@ -198,7 +203,7 @@ class AddressGenerator(wiring.Component):
             with m.If(ending):
                 m.d.sync += walking.eq(0)
             with m.Else():
-                self._count(m, job, counters, at_end_next, next_step)
+                self._count(m, job, counters, at_one, count_two, at_end_next, next_step)
 
         # The sid of the last non-empty copy taken: a copy's first row tells whether its
         # sid differs from the row before it.
@@ -223,30 +228,29 @@ class AddressGenerator(wiring.Component):
                 rows.payload.new_sid.eq(incoming.sid != last_sid),
             ]
             # The counters as after the first row: the level that steps has counted it.
-            for level, (counter, flag, name) in enumerate(zip(counters, at_end_next,
-                                                              LOOP_COUNTS)):
+            for level, name in enumerate(LOOP_COUNTS):
                 count = incoming.geom[name]
+                m.d.sync += count_two[level].eq(count == 2)
                 with m.If(first_next == level):
-                    m.d.sync += counter.eq(count - 2)
-                    m.d.comb += flag.eq(count == 2)
+                    m.d.sync += [counters[level].eq(count - 2), at_one[level].eq(count == 3)]
+                    m.d.comb += at_end_next[level].eq(count == 2)
                 with m.Else():
-                    m.d.sync += counter.eq(count - 1)
-                    m.d.comb += flag.eq(first_at_end[level])
+                    m.d.sync += [counters[level].eq(count - 1), at_one[level].eq(count == 2)]
+                    m.d.comb += at_end_next[level].eq(first_at_end[level])
         return m
 
     @staticmethod
-    def _count(m, job, counters, at_end_next, step):
+    def _count(m, job, counters, at_one, count_two, at_end_next, step):
         """Step the loop counters and drive their at-end flags' next values: the level
         that steps counts down, the levels inside it start over."""
-        for level, (counter, flag, name) in enumerate(zip(counters, at_end_next,
-                                                          LOOP_COUNTS)):
-            count = job.geom[name]
+        for level, name in enumerate(LOOP_COUNTS):
+            counter = counters[level]
             with m.If(step == level):
-                m.d.sync += counter.eq(counter - 1)
-                m.d.comb += flag.eq(counter == 1)
+                m.d.sync += [counter.eq(counter - 1), at_one[level].eq(counter == 2)]
+                m.d.comb += at_end_next[level].eq(at_one[level])
             with m.Elif(step > level):
-                m.d.sync += counter.eq(count - 1)
-                m.d.comb += flag.eq(~job.geom[f"{name}_many"])
+                m.d.sync += [counter.eq(job.geom[name] - 1), at_one[level].eq(count_two[level])]
+                m.d.comb += at_end_next[level].eq(~job.geom[f"{name}_many"])
 
     @staticmethod
     def _walk_low(m, job, incoming, side, take, walk, next_step, first_next):
