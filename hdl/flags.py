@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from model.isa import EVENT_ID_BITS, Pipe
 
 from .intake import ENGINE_PIPES
+from .register_copy import RegisterCopy
 
 
 class FlagSetSignature(wiring.Signature):
@@ -50,7 +51,9 @@ class EventFlags(wiring.Component):
     counter is non-zero (the flag is consumed on that edge), and `granted` is a register,
     high the next cycle, during which the same waiter is not decided again. So a wait on a
     counter that is zero is granted at the earliest two cycles after its set, and a pipe's
-    successive waits at most every other cycle.
+    successive waits at most every other cycle. The port's `granted` is a `RegisterCopy`
+    of the register this block decides with, so it sits by the pipe's command handshake,
+    which it feeds, and not by the counters.
 
     Each counter holds up to `depth` outstanding sets (default 7, three bits): a correctly
     synchronised program sets a flag again only after the matching wait, or keeps a few
@@ -74,9 +77,10 @@ class EventFlags(wiring.Component):
         sets = {src: self._registered_set(m, src) for src in ENGINE_PIPES}
         for dst in ENGINE_PIPES:
             waiter = getattr(self, _port_name("wait", dst))
-            # `granted` is this register; it also keeps the waiter, which still shows the
-            # consumed wait, from being decided twice.
-            decide = waiter.valid & ~waiter.granted
+            # `granted` also keeps the waiter, which still shows the consumed wait, from
+            # being decided twice.
+            granted = Signal(name=f"granted_{dst.name.lower()}")
+            decide = waiter.valid & ~granted
             # Whether the named counter is non-zero is a register per counter, and which
             # one is named is a mux of them by (pipe, event) alone, so the grant is that
             # mux and one gate with `decide`, not a compare and an OR over the counters.
@@ -89,7 +93,9 @@ class EventFlags(wiring.Component):
                     else:
                         available.append(C(1))
             hit = Cat(*available).bit_select(Cat(waiter.event, waiter.pipe), 1)
-            m.d.sync += waiter.granted.eq(decide & hit)
+            m.d.sync += granted.eq(decide & hit)
+            copy = m.submodules[f"granted_{dst.name.lower()}_copy"] = RegisterCopy(1)
+            m.d.comb += [copy.d.eq(decide & hit), waiter.granted.eq(copy.q)]
         return m
 
     def _counter(self, m, setter, waiter, decide, src, dst, event):
