@@ -6,7 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import MAX_COMMAND_WORDS, OPCODE_BITS, OPS, WORD_BITS, Opcode, Pipe
 
-from .commands import COMMAND_BITS, Command, CommandEntry, PipeCommand, command_kind, op_fields
+from .commands import (COMMAND_BITS, Command, CommandEntry, CommandKind, PipeCommand,
+                       command_kind, op_fields)
 from .layouts import CMD_INDEX_BITS
 from .queue import BypassQueue
 
@@ -14,25 +15,29 @@ BAD_OPCODE_BITS = 16
 
 
 class RoutedCommand(data.Struct):
-    """A whole command and the pipe that executes it (isa.op_pipe)."""
+    """A whole command, the pipe that executes it (isa.op_pipe) and its kind."""
     entry: CommandEntry
     pipe: Pipe
+    kind: CommandKind
 
 
 class RoutedWord(data.Struct):
     """A command word with what the intake needs of it as a command's first word,
     decoded where the word is stored ahead of the intake (`route_word`): whether it is a
-    whole command (a flag) and the pipe of the command it starts (`command_pipe`)."""
+    whole command (a flag), the pipe of the command it starts (`command_pipe`) and that
+    command's kind (`commands.command_kind`, which the opcode and a flag's fields fix)."""
     word: WORD_BITS
     flag: 1
     pipe: Pipe
+    kind: CommandKind
 
 
 def route_word(m, word):
     """`word` with its route: a RoutedWord view, decoded in `m`."""
     routed = Signal(RoutedWord)
     m.d.comb += [routed.word.eq(word), routed.flag.eq(word_count(m, word) == 1),
-                 routed.pipe.eq(command_pipe(m, word))]
+                 routed.pipe.eq(command_pipe(m, word)),
+                 routed.kind.eq(command_kind(m, first_word_command(word)))]
     return routed
 
 
@@ -51,12 +56,13 @@ class CommandIntake(wiring.Component):
     `words.ready` follows `commands.ready` for a last word (any other word is always
     taken). Throughput: one word per cycle, also across commands.
 
-    Only a one-word command (a flag) decides its pipe and its end from the word on
-    `words`; a longer command's pipe is decoded from its first word into a register, and
-    whether the next word is its last is a register too, so the path from the intake into
-    the pipes' queues starts at registers (`pipe` always, `valid` but for flags). With
-    `routed`, `words` carries RoutedWords, decoded where the words are queued (the CSR
-    front end's command FIFO), so a flag's pipe and end come from there too.
+    Only a one-word command (a flag) decides its pipe, kind and end from the word on
+    `words`; a longer command's pipe and kind are decoded from its first word into
+    registers, and whether the next word is its last is a register too, so the path from
+    the intake into the pipes' queues starts at registers (`pipe` and `kind` always,
+    `valid` but for flags). With `routed`, `words` carries RoutedWords, decoded where the
+    words are queued (the CSR front end's command FIFO), so a flag's route and end come
+    from there too.
 
     `commands.payload.entry.index` numbers the commands of the stream from 0 since reset;
     dropped words take no number. `busy`: part of a command has come in, so an engine
@@ -83,6 +89,7 @@ class CommandIntake(wiring.Component):
         position = Signal(range(MAX_COMMAND_WORDS))      # where the next word goes
         held = Signal.like(out.payload.entry.cmd.raw)    # the command's earlier words
         held_pipe = Signal(Pipe)                         # the pipe of the command in `held`
+        held_kind = Signal(CommandKind)                  # and its kind
         next_index = Signal(CMD_INDEX_BITS)
         size = word_count(m, word)
         flag = routed.flag
@@ -94,6 +101,7 @@ class CommandIntake(wiring.Component):
             out.valid.eq(self.words.valid & completes),
             out.payload.entry.index.eq(next_index),
             out.payload.pipe.eq(Mux(first, word_pipe, held_pipe)),
+            out.payload.kind.eq(Mux(first, routed.kind, held_kind)),
             self.words.ready.eq(~completes | out.ready),
             self.busy.eq(~first),
         ]
@@ -110,6 +118,7 @@ class CommandIntake(wiring.Component):
                 with m.Elif(~flag):
                     # Assigning the whole value clears the words of the previous command.
                     m.d.sync += [held.eq(word), held_pipe.eq(word_pipe),
+                                 held_kind.eq(routed.kind),
                                  pending.eq(size - 1), position.eq(1),
                                  first.eq(0), last.eq(size == 2)]
             with m.Else():
@@ -131,12 +140,17 @@ def word_count(m, word):
     return size
 
 
+def first_word_command(first_word):
+    """A `Command` view of a command's first word (the later words 0)."""
+    return Command(Cat(first_word, C(0, COMMAND_BITS - len(first_word))))
+
+
 def command_pipe(m, first_word):
     """The pipe that executes the command this word starts (isa.op_pipe): fixed per op, or
     the flag's own side (a flag is one word).
 
     An opcode outside the table maps to EXTERNAL, so it is dropped like a foreign flag."""
-    cmd = Command(Cat(first_word, C(0, COMMAND_BITS - len(first_word))))
+    cmd = first_word_command(first_word)
     pipe = Signal(Pipe, init=Pipe.EXTERNAL)
     with m.Switch(cmd.opcode):
         for op in OPS:
@@ -157,7 +171,7 @@ class Dispatcher(wiring.Component):
     """Routes each command to a FIFO of the pipe that executes it (`payload.pipe`, which
     the intake works out: set_flag runs on its src_pipe, wait_flag on its dst_pipe, every
     other op on its isa pipe). A command for Pipe.EXTERNAL is accepted and dropped. Each
-    command is queued with its kind (`PipeCommand`), decoded once for all pipes.
+    command is queued with its kind (`PipeCommand`), which the intake names with its pipe.
 
     Each pipe has its own `depth`-entry FIFO, so a pipe that stalls only holds up the
     command stream once its FIFO is full; until then the other pipes keep receiving.
@@ -179,7 +193,7 @@ class Dispatcher(wiring.Component):
         m = Module()
         entry, pipe = self.commands.payload.entry, self.commands.payload.pipe
         queued = Signal(PipeCommand)
-        m.d.comb += [queued.entry.eq(entry), queued.kind.eq(command_kind(m, entry.cmd))]
+        m.d.comb += [queued.entry.eq(entry), queued.kind.eq(self.commands.payload.kind)]
         # A dropped flag is consumed at once; a routed command waits for its pipe's FIFO.
         m.d.comb += self.commands.ready.eq(pipe == Pipe.EXTERNAL)
         for p in ENGINE_PIPES:

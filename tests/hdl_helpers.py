@@ -7,7 +7,8 @@ both high.
 
 from amaranth.sim import Simulator
 
-from model.isa import OPCODE_BITS, OP_BY_OPCODE, Pipe, decode, op_pipe
+from hdl.commands import CommandKind
+from model.isa import COPY_OPCODES, OPCODE_BITS, OP_BY_OPCODE, Opcode, Pipe, decode, op_pipe
 
 
 async def stream_put(ctx, stream, payload):
@@ -84,11 +85,22 @@ def run_sim(dut, *benches, background=(), processes=(), timeout=None, vcd=None):
         sim.run()
 
 
+def command_kind_of(op, values):
+    """What a pipe waits on before it takes the command (hdl.commands.CommandKind)."""
+    if op.opcode in COPY_OPCODES:
+        return CommandKind.COPY
+    if op.opcode == Opcode.WAIT_FLAG:
+        return CommandKind.WAIT_FLAG
+    if op.opcode == Opcode.SET_FLAG and values["dst_pipe"] != Pipe.EXTERNAL:
+        return CommandKind.SET_FLAG
+    return CommandKind.IMMEDIATE
+
+
 def first_word_route(word):
-    """(one-word command, pipe) of the command `word` starts, from the isa tables: the
-    fields of an intake.RoutedWord."""
+    """(one-word command, pipe, kind) of the command `word` starts, from the isa tables:
+    the fields of an intake.RoutedWord."""
     op = OP_BY_OPCODE.get(word & ((1 << OPCODE_BITS) - 1))
     if op is None:
-        return 0, Pipe.EXTERNAL
+        return 0, Pipe.EXTERNAL, CommandKind.IMMEDIATE
     _, values = decode([word] + [0] * (op.words - 1))
-    return int(op.words == 1), op_pipe(op, values)
+    return int(op.words == 1), op_pipe(op, values), command_kind_of(op, values)

@@ -7,11 +7,10 @@ from amaranth.back import verilog
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
-from hdl.commands import CommandKind, command_bits
+from hdl.commands import command_bits
 from hdl.intake import ENGINE_PIPES, CommandIntake, Dispatcher
-from hdl_helpers import first_word_route, run_sim, stream_put
-from model.isa import (COPY_OPCODES, OPCODE_BITS, OP_BY_OPCODE, OPS, Opcode, Pipe, encode,
-                       op_pipe)
+from hdl_helpers import command_kind_of, first_word_route, run_sim, stream_put
+from model.isa import OPCODE_BITS, OP_BY_OPCODE, OPS, Opcode, Pipe, encode, op_pipe
 
 
 class IntakeAndDispatch(wiring.Component):
@@ -81,8 +80,8 @@ def run_stream(items, stall, rng, depth=8, hold=None, routed=False):
         for _, _, words in items:
             for word in words:
                 if routed:
-                    flag, pipe = first_word_route(word)
-                    word = {"word": word, "flag": flag, "pipe": pipe}
+                    flag, pipe, kind = first_word_route(word)
+                    word = {"word": word, "flag": flag, "pipe": pipe, "kind": kind}
                 await stream_put(ctx, dut.intake.words, word)
         for _ in range(10):
             await ctx.tick()
@@ -106,22 +105,11 @@ def run_stream(items, stall, rng, depth=8, hold=None, routed=False):
     return routes, got, bad[0]
 
 
-def expected_kind(op, values):
-    """What the pipe waits on before it takes the command."""
-    if op.opcode in COPY_OPCODES:
-        return CommandKind.COPY
-    if op.opcode == Opcode.WAIT_FLAG:
-        return CommandKind.WAIT_FLAG
-    if op.opcode == Opcode.SET_FLAG and values["dst_pipe"] != Pipe.EXTERNAL:
-        return CommandKind.SET_FLAG
-    return CommandKind.IMMEDIATE
-
-
 def check_routes(routes, got):
     for pipe in ENGINE_PIPES:
         assert len(got[pipe]) == len(routes[pipe])
         for (index, op, values, words), queued in zip(routes[pipe], got[pipe]):
-            assert queued.kind == expected_kind(op, values), (op.mnemonic, values)
+            assert queued.kind == command_kind_of(op, values), (op.mnemonic, values)
             entry = queued.entry
             assert entry.index == index
             assert entry.cmd.opcode == op.opcode
