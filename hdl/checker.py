@@ -218,7 +218,11 @@ def _carry_save_sum(m, terms, cap, limit, name):
                     vectors = compress(vectors, width)
             vectors = [_reg(m, vector, f"{name}_s{stage + 1}_{k}")
                        for k, vector in enumerate(vectors)]
-            flags = [_reg(m, Cat(*flags).any(), f"{name}_s{stage + 1}_over")]
+            # A register per flag: a flag from a multiplier is the nonzero test of its
+            # product's high bits, after the route out of its block, so no OR across
+            # blocks is added here; the final stage ORs them beside the carry chain.
+            flags = [_reg(m, flag, f"{name}_s{stage + 1}_over{k}")
+                     for k, flag in enumerate(flags)]
         stage += 1
 
 
