@@ -232,10 +232,12 @@ class AddressGenerator(wiring.Component):
                 count = incoming.geom[name]
                 m.d.sync += count_two[level].eq(count == 2)
                 with m.If(first_next == level):
-                    m.d.sync += [counters[level].eq(count - 2), at_one[level].eq(count == 3)]
+                    m.d.sync += [counters[level].eq(count - 2),
+                                 at_one[level].eq(count == 3)]
                     m.d.comb += at_end_next[level].eq(count == 2)
                 with m.Else():
-                    m.d.sync += [counters[level].eq(count - 1), at_one[level].eq(count == 2)]
+                    m.d.sync += [counters[level].eq(count - 1),
+                                 at_one[level].eq(count == 2)]
                     m.d.comb += at_end_next[level].eq(first_at_end[level])
         return m
 
@@ -249,7 +251,8 @@ class AddressGenerator(wiring.Component):
                 m.d.sync += [counter.eq(counter - 1), at_one[level].eq(counter == 2)]
                 m.d.comb += at_end_next[level].eq(at_one[level])
             with m.Elif(step > level):
-                m.d.sync += [counter.eq(job.geom[name] - 1), at_one[level].eq(count_two[level])]
+                m.d.sync += [counter.eq(job.geom[name] - 1),
+                             at_one[level].eq(count_two[level])]
                 m.d.comb += at_end_next[level].eq(~job.geom[f"{name}_many"])
 
     @staticmethod

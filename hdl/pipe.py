@@ -104,16 +104,13 @@ class PipeController(wiring.Component):
         m = Module()
         checker = m.submodules.checker = CopyChecker(self.kind, self.profile)
         addrgen = m.submodules.addrgen = AddressGenerator(self.kind, self.width_bytes)
-        in_flight = m.submodules.in_flight = BypassQueue(
-            width=CMD_INDEX_BITS, depth=IN_FLIGHT_DEPTH)
         wiring.connect(m, addrgen.rows, wiring.flipped(self.rows))
         wiring.connect(m, wiring.flipped(self.abort), addrgen.abort)
 
         entry = self.cmd.payload.entry
-        # No copy in flight: a register, worked out from the in-flight queue's level and
-        # handshakes a cycle ahead, so `idle` is one gate of registers where the command
-        # handshake starts.
-        drained = Signal(init=1)
+        start = Signal()             # a checked copy goes to the address generator
+        in_flight, drained, room = self._track_in_flight(m, start,
+                                                         checker.result.payload.index)
         idle = drained & ~checker.busy       # no copy in the checker or in flight
         finished = Signal()          # a command other than a copy ends this cycle
         regfile = self._registers(m, entry)
@@ -123,25 +120,52 @@ class PipeController(wiring.Component):
                          checker.request.payload.counts_less_one.eq(regfile.counts_less_one)]
         m.d.comb += checker.request.payload.index.eq(entry.index)
         self._fetch(m, entry.cmd, regfile, idle, checker, finished)
-        copy_end, rule_error = self._start_copies(m, checker, addrgen, in_flight, drained)
+        copy_end, rule_error = self._start_copies(m, checker, addrgen, start, drained, room)
 
         pending = self._status(m, in_flight, finished, copy_end, rule_error,
                                checker.result.payload.error, checker.result.payload.index)
         m.d.comb += self.status.busy.eq(self.cmd.valid | ~idle | pending)
-        # A Completion only comes for a copy in flight, so an empty queue reads none.
-        m.d.sync += drained.eq(~in_flight.w_en & ((in_flight.level == 0)
-                                                  | ((in_flight.level == 1) & in_flight.r_en)))
         return m
 
-    def _start_copies(self, m, checker, addrgen, in_flight, drained):
+    def _track_in_flight(self, m, start, index):
+        """The copies in flight: the in-flight queue of their indices, and as registers
+        `drained` (none in flight) and `room` (another may start).
+
+        A started copy's index is written to the queue a cycle after its start, from
+        registers, so `start`, which waits on the address generator taking the copy,
+        reaches none of the queue's logic. Its Completion comes many cycles after the
+        start (its rows cross the datapath first), when the index is at the queue's head.
+        `drained` and `room` come from a count of the copies started and not completed,
+        stepped by `start` and the Completions and compared alone. The count is at most
+        IN_FLIGHT_DEPTH, and the queue, whose entries it bounds, holds one more (a
+        BypassQueue refuses a write once depth - 1 are held), so it always has room.
+        Returns (queue, drained, room)."""
+        in_flight = m.submodules.in_flight = BypassQueue(
+            width=CMD_INDEX_BITS, depth=IN_FLIGHT_DEPTH + 1)
+        arrived = self.done.valid
+        started = Signal()
+        started_index = Signal(CMD_INDEX_BITS)
+        m.d.sync += [started.eq(start), started_index.eq(index)]
+        m.d.comb += [in_flight.w_en.eq(started), in_flight.w_data.eq(started_index),
+                     in_flight.r_en.eq(arrived)]
+        limit = IN_FLIGHT_DEPTH
+        count = Signal(range(limit + 1))
+        drained = Signal(init=1)
+        room = Signal(init=1)
+        with m.If(start & ~arrived):
+            m.d.sync += [count.eq(count + 1), drained.eq(0), room.eq(count != limit - 1)]
+        with m.Elif(arrived & ~start):
+            m.d.sync += [count.eq(count - 1), drained.eq(count == 1), room.eq(1)]
+        return in_flight, drained, room
+
+    def _start_copies(self, m, checker, addrgen, start, drained, room):
         """The checker's results, in order: a copy that passed goes to the address
-        generator once it is clear to start, and its index joins the in-flight queue; a
+        generator once it is clear to start (`start`, which `_track_in_flight` counts); a
         copy that broke a rule, or an empty one, ends once no copy is in flight (so
         `completed` and the first error follow command order). Returns (a copy ends here
         this cycle, it broke a rule)."""
         result = checker.result.payload
         ok = (result.error == ErrorCode.NONE) & ~result.geom.empty
-        start = Signal()
         copy_end = Signal()
         cleared = Signal()           # the result is a copy to run, clear to start
         m.d.comb += [
@@ -150,15 +174,13 @@ class PipeController(wiring.Component):
             start.eq(addrgen.copy.valid & addrgen.copy.ready),
             copy_end.eq(checker.result.valid & ~ok & drained),
             checker.result.ready.eq(start | copy_end),
-            in_flight.w_data.eq(result.index),
-            in_flight.w_en.eq(start),
         ]
-        # Only a start changes the in-flight queue's room and the hazard range, and a
-        # start needs `cleared`, so a clearance seen a cycle ago still holds. `passing`
-        # clears a copy the cycle before its result arrives.
+        # Only a start takes room and changes the hazard range, and a start needs
+        # `cleared`, so a clearance seen a cycle ago still holds. `passing` clears a copy
+        # the cycle before its result arrives.
         hazard = self._hazard(m, checker, drained, start)
         waiting = checker.result.valid & ok & ~start
-        m.d.sync += cleared.eq((waiting | checker.passing) & in_flight.w_rdy & ~hazard)
+        m.d.sync += cleared.eq((waiting | checker.passing) & room & ~hazard)
         return copy_end, copy_end & (result.error != ErrorCode.NONE)
 
     def _registers(self, m, entry):
@@ -248,7 +270,6 @@ class PipeController(wiring.Component):
                      failed.eq(rule_error), code.eq(rule_code), index.eq(rule_index)]
         arrived = self.done.valid
         bus_error = arrived & (done.error != ErrorCode.NONE)
-        m.d.comb += in_flight.r_en.eq(arrived)
         m.d.sync += status.completed.eq(status.completed + ended_command + ended_copy
                                         + arrived)
 
