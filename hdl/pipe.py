@@ -1,6 +1,6 @@
 """One pipe's command sequencer: MTE2, MTE3 or the UB->UB path (PIPE_V)."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -10,6 +10,7 @@ from .addrgen import AddressGenerator
 from .checker import SPAN_FIELDS, CopyChecker
 from .commands import CommandKind, PipeCommand, op_fields
 from .flags import FlagSetSignature, FlagWaitSignature
+from .kept_lut import KeptLut, truth_table
 from .layouts import CMD_INDEX_BITS, COPY_SEQ_BITS, AbortSignature, Completion, RowJob
 from .queue import BypassQueue
 from .regfile import PipeRegisters
@@ -41,6 +42,17 @@ class StatusSignature(wiring.Signature):
             "error_index": Out(CMD_INDEX_BITS),
             "error_addr": Out(GM_ADDR_BITS),
         })
+
+
+def _ready_by_kind(kind0, kind1, checker_ready, idle, granted):
+    """Whether a pipe takes the command at its head now, by the command's kind (bits of
+    its CommandKind): as logic on 1-bit values and, through `truth_table`, a table."""
+    immediate, copy, set_flag, wait_flag = (
+        (kind0 if k.value & 1 else ~kind0) & (kind1 if k.value & 2 else ~kind1)
+        for k in (CommandKind.IMMEDIATE, CommandKind.COPY, CommandKind.SET_FLAG,
+                  CommandKind.WAIT_FLAG))
+    return (immediate | (copy & checker_ready) | (set_flag & idle)
+            | (wait_flag & granted))
 
 
 class PipeController(wiring.Component):
@@ -203,23 +215,24 @@ class PipeController(wiring.Component):
             self.flag_wait.pipe.eq(wait_fields.src_pipe),
             self.flag_wait.event.eq(wait_fields.event_id),
         ]
-        with m.Switch(self.cmd.payload.kind):
+        kind = self.cmd.payload.kind
+        # `cmd.ready` is one slice, a KeptLut: the dispatcher's queue, far from the pipe,
+        # takes it as one net, and ABC cannot spread it over the queue's logic.
+        ready = m.submodules.ready = KeptLut(5, truth_table(_ready_by_kind, 5))
+        m.d.comb += [
+            ready.a.eq(Cat(kind.as_value(), checker.request.ready, idle,
+                           self.flag_wait.granted)),
+            self.cmd.ready.eq(ready.z),
+        ]
+        with m.Switch(kind):
             with m.Case(CommandKind.COPY):
-                m.d.comb += [
-                    checker.request.valid.eq(valid),
-                    self.cmd.ready.eq(checker.request.ready),
-                ]
+                m.d.comb += checker.request.valid.eq(valid)
             with m.Case(CommandKind.SET_FLAG):
                 # Another pipe waits on it: this pipe's writes must be committed first.
-                m.d.comb += [
-                    self.flag_set.valid.eq(valid & idle),
-                    self.cmd.ready.eq(idle),
-                    finished.eq(valid & idle),
-                ]
+                m.d.comb += [self.flag_set.valid.eq(valid & idle), finished.eq(valid & idle)]
             with m.Case(CommandKind.WAIT_FLAG):
                 m.d.comb += [
                     self.flag_wait.valid.eq(valid),
-                    self.cmd.ready.eq(self.flag_wait.granted),
                     finished.eq(valid & self.flag_wait.granted),
                 ]
             with m.Case(CommandKind.IMMEDIATE):
@@ -227,7 +240,7 @@ class PipeController(wiring.Component):
                 # command) and set_flags for EXTERNAL, which do nothing.
                 if regfile is not None:
                     m.d.comb += regfile.write.eq(valid)
-                m.d.comb += [self.cmd.ready.eq(1), finished.eq(valid)]
+                m.d.comb += finished.eq(valid)
 
     def _hazard(self, m, checker, drained, start):
         """UB->UB only: a copy must not read UB bytes that a copy still in flight writes.
