@@ -1,12 +1,13 @@
 """Event flags between the engine's pipes (set_flag / wait_flag)."""
 
-from amaranth.hdl import C, Cat, Module, Signal
+from amaranth.hdl import C, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import EVENT_ID_BITS, Pipe
 
 from .intake import ENGINE_PIPES
+from .muxes import mux_tree
 from .register_copy import RegisterCopy
 
 
@@ -32,6 +33,23 @@ class FlagWaitSignature(wiring.Signature):
             "event": Out(EVENT_ID_BITS),
             "granted": In(1),
         })
+
+
+def _kept_mux(m, choices, index, name):
+    """choices[index] as 4:1 muxes on two index bits at a time (a LUT level each, with
+    the slice's PFUMX), each output a wire marked `keep`: without them ABC maps the
+    grant's 64:1 choice and its gate into a chain of six or seven LUTs."""
+    level = 0
+    while len(choices) > 1:
+        bits = index[2 * level:2 * level + 2]
+        size = 1 << len(bits)
+        picked = []
+        for k in range(0, len(choices), size):
+            out = Signal(name=f"{name}_l{level}_{k // size}", attrs={"keep": 1})
+            m.d.comb += out.eq(mux_tree(choices[k:k + size], bits))
+            picked.append(out)
+        choices, level = picked, level + 1
+    return choices[0]
 
 
 def _port_name(kind, pipe):
@@ -83,16 +101,18 @@ class EventFlags(wiring.Component):
             decide = waiter.valid & ~granted
             # Whether the named counter is non-zero is a register per counter, and which
             # one is named is a mux of them by (pipe, event) alone, so the grant is that
-            # mux and one gate with `decide`, not a compare and an OR over the counters.
-            available = []
+            # mux and one gate with `decide`, not a compare and an OR over the counters:
+            # per source pipe, kept muxes by the event, then one by the pipe.
+            by_src = []
             for src in sorted(Pipe):
-                for event in range(1 << EVENT_ID_BITS):
-                    if src in sets:
-                        available.append(self._counter(m, sets[src], waiter, decide,
-                                                       src, dst, event))
-                    else:
-                        available.append(C(1))
-            hit = Cat(*available).bit_select(Cat(waiter.event, waiter.pipe), 1)
+                if src in sets:
+                    nonzero = [self._counter(m, sets[src], waiter, decide, src, dst, event)
+                               for event in range(1 << EVENT_ID_BITS)]
+                    by_src.append(_kept_mux(m, nonzero, waiter.event,
+                                            f"hit_{src.name.lower()}_{dst.name.lower()}"))
+                else:
+                    by_src.append(C(1))
+            hit = mux_tree(by_src, waiter.pipe)
             m.d.sync += granted.eq(decide & hit)
             copy = m.submodules[f"granted_{dst.name.lower()}_copy"] = RegisterCopy(1)
             m.d.comb += [copy.d.eq(decide & hit), waiter.granted.eq(copy.q)]
