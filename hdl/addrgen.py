@@ -130,18 +130,26 @@ class AddressGenerator(wiring.Component):
         # compare in front of them.
         at_one = [Signal(name=f"{name}_left_one") for name in LOOP_COUNTS]
         count_two = [Signal(name=f"{name}_two") for name in LOOP_COUNTS]
-        # Per loop level, whether the walked row is its level's last (registers), and the
-        # values they take on the next edge. How the next row is reached and whether the
-        # walked row is the copy's last follow from them alone, so they are registers
-        # loaded with the flags: they enable most of this block's flip-flops.
+        # Per loop level, whether the walked row is its level's last (registers). How the
+        # next row is reached and whether the walked row is the copy's last follow from
+        # them alone, so they are registers loaded with the flags: they enable most of
+        # this block's flip-flops.
         at_end = [Signal(name=f"{name}_at_end") for name in LOOP_COUNTS]
-        at_end_next = [Signal(name=f"{name}_at_end_next") for name in LOOP_COUNTS]
         next_step = Signal(Step, name="next_step").as_value()   # compared as a number
         last_row = Signal()
-        m.d.comb += [after.eq(now) for after, now in zip(at_end_next, at_end)]
-        m.d.sync += [now.eq(after) for now, after in zip(at_end, at_end_next)]
-        m.d.sync += [next_step.eq(_next_step(at_end_next)),
-                     last_row.eq(at_end_next[0] & at_end_next[1] & at_end_next[2])]
+        # What the flags become if a row is walked (`walked`) or a copy taken (`taken`),
+        # from registers and the incoming copy alone; `advance`, which waits on `ready`
+        # from afar, only picks between that and holding, one gate before each flag.
+        walked = [Signal(name=f"{name}_at_end_walked") for name in LOOP_COUNTS]
+        taken = [Signal(name=f"{name}_at_end_taken") for name in LOOP_COUNTS]
+        moved = [Signal(name=f"{name}_at_end_moved") for name in LOOP_COUNTS]
+        moves = Signal()
+        m.d.comb += [flag.eq(Mux(walking, w, t)) for flag, w, t in zip(moved, walked, taken)]
+        m.d.comb += moves.eq(advance & (walking | self.copy.valid))
+        with m.If(moves):
+            m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
+            m.d.sync += [next_step.eq(_next_step(moved)),
+                         last_row.eq(moved[0] & moved[1] & moved[2])]
 
         # Copies are numbered as the datapath counts them: non-empty ones, from 0.
         number = Signal(COPY_SEQ_BITS, init=-1 % 2 ** COPY_SEQ_BITS)
@@ -203,7 +211,8 @@ class AddressGenerator(wiring.Component):
             with m.If(ending):
                 m.d.sync += walking.eq(0)
             with m.Else():
-                self._count(m, job, counters, at_one, count_two, at_end_next, next_step)
+                self._count(m, job, counters, at_one, count_two, next_step)
+        self._walked_at_end(m, job, at_one, at_end, ending, next_step, walked)
 
         # The sid of the last non-empty copy taken: a copy's first row tells whether its
         # sid differs from the row before it.
@@ -234,26 +243,35 @@ class AddressGenerator(wiring.Component):
                 with m.If(first_next == level):
                     m.d.sync += [counters[level].eq(count - 2),
                                  at_one[level].eq(count == 3)]
-                    m.d.comb += at_end_next[level].eq(count == 2)
                 with m.Else():
                     m.d.sync += [counters[level].eq(count - 1),
                                  at_one[level].eq(count == 2)]
-                    m.d.comb += at_end_next[level].eq(first_at_end[level])
+        for level, name in enumerate(LOOP_COUNTS):
+            m.d.comb += taken[level].eq(Mux(first_next == level,
+                                            incoming.geom[name] == 2, first_at_end[level]))
         return m
 
     @staticmethod
-    def _count(m, job, counters, at_one, count_two, at_end_next, step):
-        """Step the loop counters and drive their at-end flags' next values: the level
-        that steps counts down, the levels inside it start over."""
+    def _count(m, job, counters, at_one, count_two, step):
+        """Step the loop counters: the level that steps counts down, the levels inside it
+        start over."""
         for level, name in enumerate(LOOP_COUNTS):
             counter = counters[level]
             with m.If(step == level):
                 m.d.sync += [counter.eq(counter - 1), at_one[level].eq(counter == 2)]
-                m.d.comb += at_end_next[level].eq(at_one[level])
             with m.Elif(step > level):
                 m.d.sync += [counter.eq(job.geom[name] - 1),
                              at_one[level].eq(count_two[level])]
-                m.d.comb += at_end_next[level].eq(~job.geom[f"{name}_many"])
+
+    @staticmethod
+    def _walked_at_end(m, job, at_one, at_end, ending, step, walked):
+        """Drives `walked`, the at-end flags after the walked row: unchanged after the
+        copy's last row; else the level that steps is at its end if its counter is 1, and
+        the levels inside it, starting over, if their count is 1."""
+        for level, name in enumerate(LOOP_COUNTS):
+            m.d.comb += walked[level].eq(Mux(
+                ending | (step < level), at_end[level],
+                Mux(step == level, at_one[level], ~job.geom[f"{name}_many"])))
 
     @staticmethod
     def _walk_low(m, job, incoming, side, take, walk, next_step, first_next):

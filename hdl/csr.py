@@ -96,7 +96,9 @@ class CsrFrontEnd(wiring.Component):
         done = Signal()
         any_error = Signal()
         m.d.sync += [
-            done.eq(self.engine_idle & (fifo.level == 0)),
+            # The FIFO is empty exactly when its output register is: it refills on every
+            # edge it is free. So no sum of the level lies before the interrupt.
+            done.eq(self.engine_idle & ~fifo.r_rdy),
             any_error.eq(Cat(Value.cast(getattr(self, status_port(p)).error) != ErrorCode.NONE
                              for p in regmap.PIPES).any()),
         ]

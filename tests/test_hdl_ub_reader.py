@@ -16,7 +16,8 @@ def word(addr):
 
 def run_reader(rows, rng, ub_ready, words_ready, latency=(3, 3)):
     """Offers `rows` ((first, last) word numbers) and returns (words taken, per cycle:
-    (rows offered, ub request made, row taken, word taken))."""
+    (rows offered, ub request made, row taken, word taken)). `words_ready` is the chance
+    per cycle that `words` is ready, or a function of the cycle giving its value."""
     dut = UbReader(W)
     expected = sum(last - first + 1 for first, last in rows)
     got, trace = [], []
@@ -26,7 +27,8 @@ def run_reader(rows, rng, ub_ready, words_ready, latency=(3, 3)):
         while len(got) < expected:
             assert cycle < 20 * expected + 100, "no progress"
             ready = rng.random() < ub_ready
-            take = rng.random() < words_ready
+            take = (words_ready(cycle) if callable(words_ready)
+                    else rng.random() < words_ready)
             ctx.set(dut.ub.ready, ready)
             ctx.set(dut.words.ready, take)
             ctx.set(dut.rows.valid, bool(pending))
@@ -81,3 +83,17 @@ def test_full_rate_and_first_request_with_the_row():
     # each word goes on as it lands, three cycles after its request: nothing is queued
     taken = [cycle for cycle, (*_, took) in enumerate(trace) if took]
     assert taken == [cycle + 3 for cycle in requests]
+
+
+def test_drains_at_full_rate_after_a_stall():
+    rng = random.Random(4)
+    rows = [(200, 259)]
+    stall = range(12, 22)
+    got, trace = run_reader(rows, rng, ub_ready=1.0,
+                            words_ready=lambda cycle: cycle not in stall)
+    assert got == expected_words(rows)
+    taken = [cycle for cycle, (*_, took) in enumerate(trace) if took]
+    # after the stall the queue drains while requests go on: a word on every cycle
+    after = taken[taken.index(stall.stop):]
+    assert after == list(range(stall.stop, stall.stop + len(after)))
+    assert len(after) > 40
