@@ -139,17 +139,11 @@ class AddressGenerator(wiring.Component):
         last_row = Signal()
         # What the flags become if a row is walked (`walked`) or a copy taken (`taken`),
         # from registers and the incoming copy alone; `advance`, which waits on `ready`
-        # from afar, only picks between that and holding, one gate before each flag.
+        # from afar, only picks between that and holding (below), one gate before each.
         walked = [Signal(name=f"{name}_at_end_walked") for name in LOOP_COUNTS]
         taken = [Signal(name=f"{name}_at_end_taken") for name in LOOP_COUNTS]
         moved = [Signal(name=f"{name}_at_end_moved") for name in LOOP_COUNTS]
-        moves = Signal()
         m.d.comb += [flag.eq(Mux(walking, w, t)) for flag, w, t in zip(moved, walked, taken)]
-        m.d.comb += moves.eq(advance & (walking | self.copy.valid))
-        with m.If(moves):
-            m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
-            m.d.sync += [next_step.eq(_next_step(moved)),
-                         last_row.eq(moved[0] & moved[1] & moved[2])]
 
         # Copies are numbered as the datapath counts them: non-empty ones, from 0.
         number = Signal(COPY_SEQ_BITS, init=-1 % 2 ** COPY_SEQ_BITS)
@@ -169,6 +163,10 @@ class AddressGenerator(wiring.Component):
             m.d.sync += rows.valid.eq(walking)
         walk = Signal()
         m.d.comb += walk.eq(walking & advance)
+        with m.If(walk | take):
+            m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
+            m.d.sync += [next_step.eq(_next_step(moved)),
+                         last_row.eq(moved[0] & moved[1] & moved[2])]
         # The incoming copy's first row, walked as it is taken.
         # A copy taken is not empty, so a count that is not many is 1.
         first_at_end = [~incoming.geom[f"{name}_many"] for name in LOOP_COUNTS]
