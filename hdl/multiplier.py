@@ -1,11 +1,12 @@
-"""A registered 18 x 18-bit unsigned multiplier: operand registers and a product register,
-as an ECP5 MULT18X18D holds them inside the block.
+"""A registered 18 x 18-bit unsigned multiplier: operand registers and a product register.
 
 Elaborated for `Ecp5Target` (what `make fpga` builds), it is one MULT18X18D with its
-input and output registers on, so the block's multiply is register to register inside
-it and nextpnr times only the routing into its input registers and out of its output
-register. Elaborated for anything else (simulation, the generic Verilog), it is the same
-registers around a `*`.
+input registers on and its output register off, and the product register in the fabric:
+the block's multiply (3.9 ns from its input registers) and a short route to flip-flops
+that have no other source, so the placer keeps them beside the block and whatever logic
+reads the product starts from them, not from a route out of a multiplier row (3 ns and
+more in the whole design, which bound it). Elaborated for anything else (simulation, the
+generic Verilog), it is the same registers around a `*`.
 """
 
 from amaranth.hdl import ClockSignal, Const, Instance, Module, Signal
@@ -49,8 +50,9 @@ class RegisteredMultiplier(wiring.Component):
         return m
 
     def _mult18x18d(self, m):
-        """CE0 enables the input registers (`load`), CE1 (tied high) the output register;
-        every register on CLK0, none reset: RST0 is tied low and the global reset is off."""
+        """CE0 enables the input registers (`load`), on CLK0, not reset: RST0 is tied low
+        and the global reset is off. The product leaves the block unregistered into `p`'s
+        fabric flip-flops, which no reset needs either."""
         a = Const(0, OPERAND_BITS) | self.a
         b = Const(0, OPERAND_BITS) | self.b
         product = Signal(2 * OPERAND_BITS)
@@ -63,9 +65,11 @@ class RegisteredMultiplier(wiring.Component):
             "MULT18X18D",
             p_REG_INPUTA_CLK="CLK0", p_REG_INPUTA_CE="CE0", p_REG_INPUTA_RST="RST0",
             p_REG_INPUTB_CLK="CLK0", p_REG_INPUTB_CE="CE0", p_REG_INPUTB_RST="RST0",
-            p_REG_OUTPUT_CLK="CLK0", p_REG_OUTPUT_CE="CE1", p_REG_OUTPUT_RST="RST0",
+            p_REG_OUTPUT_CLK="NONE",
             p_GSR="DISABLED", p_RESETMODE="SYNC",
-            i_CLK0=ClockSignal(), i_CE0=self.load, i_CE1=1, i_RST0=0,
+            i_CLK0=ClockSignal(), i_CE0=self.load, i_RST0=0,
             **ports,
         )
-        m.d.comb += self.p.eq(product[:len(self.p)])
+        p = Signal.like(self.p, reset_less=True)
+        m.d.sync += p.eq(product[:len(self.p)])
+        m.d.comb += self.p.eq(p)

@@ -1,6 +1,6 @@
 """RegisteredMultiplier: its generic form on the simulator, and its ECP5 form through
-Yosys's ECP5 synthesis (one MULT18X18D with its input and output registers on, the
-operand registers enabled by `load`)."""
+Yosys's ECP5 synthesis (one MULT18X18D with its input registers on, enabled by `load`,
+its output register off, and the product registered in fabric flip-flops)."""
 
 import gc
 import json
@@ -45,22 +45,31 @@ def test_operands_wider_than_a_block_are_refused():
     gc.collect()        # the refused object's never-used warning, while it is filtered
 
 
-def test_ecp5_form_is_one_registered_dsp_block(tmp_path):
+def test_ecp5_form_is_one_dsp_block_and_a_fabric_product_register(tmp_path):
     top = "mult"
     write_verilog(RegisteredMultiplier(17, 18), top, tmp_path / f"{top}.v", Ecp5Target())
     yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
-    cells = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]["cells"]
+    module = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]
+    cells, nets = module["cells"], module["netnames"]
     dsps = [cell for cell in cells.values() if cell["type"] == "MULT18X18D"]
     assert len(dsps) == 1
-    assert not [cell for cell in cells.values() if cell["type"] == "TRELLIS_FF"]
     dsp = dsps[0]
-    params = dsp["parameters"]
-    for reg in ("INPUTA", "INPUTB", "OUTPUT"):
+    params, ports = dsp["parameters"], dsp["connections"]
+    for reg in ("INPUTA", "INPUTB"):
         assert params[f"REG_{reg}_CLK"] == "CLK0"
-    assert params["REG_INPUTA_CE"] == params["REG_INPUTB_CE"] == "CE0"
-    assert params["REG_OUTPUT_CE"] == "CE1"
+        assert params[f"REG_{reg}_CE"] == "CE0"
+    assert params["REG_OUTPUT_CLK"] == "NONE"
     assert params["GSR"] == "DISABLED"
-    ports = dsp["connections"]
-    assert ports["CE1"] == ["1"] and ports["RST0"] == ["0"]
-    assert ports["CE0"] != ports["CE1"]
+    assert ports["RST0"] == ["0"] and ports["CE0"] != ["1"]
     assert ports["A17"] == ["0"] and ports["B17"] != ["0"]
+    # Every product bit is a flip-flop loaded from the block's output on every edge,
+    # with no logic between and no reset.
+    flops = {cell["connections"]["Q"][0]: cell for cell in cells.values()
+             if cell["type"] == "TRELLIS_FF"}
+    assert len(flops) == 17 + 18
+    for k, bit in enumerate(nets["p"]["bits"]):
+        flop = flops[bit]
+        assert flop["connections"]["DI"] == ports[f"P{k}"]
+        assert flop["connections"]["LSR"] == ["0"] and "CE" not in flop["connections"]
+    assert not [cell for cell in cells.values()
+                if cell["type"] not in ("MULT18X18D", "TRELLIS_FF")]
