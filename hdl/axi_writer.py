@@ -44,8 +44,9 @@ class AxiWriter(wiring.Component):
     WSTRB are `beats.payload`, WVALID is `beats.valid` once the burst is queued, and
     `beats.ready` is WREADY then; so `beats` should come from registers, as the aligner's
     output does. One word per cycle, and no edge between `beats` and W. B sits behind a
-    small FIFO, so BREADY is a register; a Completion is valid one edge after its B
-    response is accepted, and `abort` for the cycle after that edge.
+    small FIFO, so BREADY is a register; a Completion is on `done` in the cycle its B
+    response is (combinationally from B when no Completion waits), and `abort` for the
+    cycle after the edge that accepts the response.
 
     Every row taken is written in full, and a command's Completion needs its `last` row:
     to cut a command short after `abort`, the producer marks the last row it still sends
@@ -111,21 +112,28 @@ class AxiWriter(wiring.Component):
             with m.Else():
                 m.d.sync += [to_go.eq(to_go - 1), last_next.eq(to_go == 1)]
 
-        # B: responses of one ID come in issue order, one per burst.
+        # B: responses of one ID come in issue order, one per burst. A command's
+        # Completion goes straight on to `done` in the cycle its last burst's response is
+        # on B when none waits (so `done` follows B combinationally, as `beats` follows R
+        # in the reader); one not taken at once waits in a small queue, whose room is
+        # BREADY (a register).
         burst = issuer.resp.payload
         done_fifo = m.submodules.done_fifo = BypassQueue(
             width=Shape.cast(Completion).width, depth=3)
-        done = Completion(done_fifo.w_data)
+        done = Signal(Completion)
+        waiting = done_fifo.r_rdy
         failed = Signal()                        # an earlier burst of this command failed
         failed_addr = Signal(GM_ADDR_BITS)
         accept = axi.bvalid & axi.bready
         bad = resp_is_error(axi.bresp)
+        finished = axi.bvalid & burst.last
         m.d.comb += [
             axi.bready.eq(done_fifo.w_rdy),
             issuer.resp.ready.eq(accept),
-            done_fifo.w_en.eq(axi.bvalid & burst.last),
-            self.done.payload.eq(done_fifo.r_data),
-            self.done.valid.eq(done_fifo.r_rdy),
+            done_fifo.w_data.eq(done),
+            done_fifo.w_en.eq(finished & (waiting | ~self.done.ready)),
+            self.done.payload.eq(Mux(waiting, done_fifo.r_data, done)),
+            self.done.valid.eq(waiting | finished),
             done_fifo.r_en.eq(self.done.ready),
         ]
         with m.If(failed):

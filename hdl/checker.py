@@ -5,7 +5,7 @@ Equal to `model.rules.check_copy` and `model.rules.geometry` on every encodable 
 
 import itertools
 
-from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -457,12 +457,18 @@ class CopyChecker(wiring.Component):
         it joins the destination end's sum with the partial products)."""
         fields = incoming.fields
         # The footprint, and it aligned up, each as a carry-save level in front of one
-        # carry chain. It is below 2^22: len < 2^21, and each pad at most 255 * 8 bytes.
+        # carry chain, worked out for every element size at once and picked by it after
+        # the chains, so the dtype's decode and the pads' shift are not in front of them.
+        # It is below 2^22: len < 2^21, and each pad at most 255 * 8 bytes.
         bits = LEN_BITS + 1
-        terms = [fields.left_padding << log2_es, fields.right_padding << log2_es,
-                 fields.len_burst]
-        footprint = sum_mod(terms, bits)
-        row = _load(m, capture, sum_mod([*terms, UB_LINE - 1], bits)[LINE_SHIFT:] << LINE_SHIFT,
+
+        def by_element_size(extra):
+            return Array(sum_mod([fields.left_padding << k, fields.right_padding << k,
+                                  fields.len_burst, *extra], bits)
+                         for k in range(1 << LOG2_ES_BITS))[log2_es]
+
+        footprint = by_element_size([])
+        row = _load(m, capture, by_element_size([UB_LINE - 1])[LINE_SHIFT:] << LINE_SHIFT,
                     "footprint_aligned")
         stride = _load(m, capture, _align_up(fields.dst_stride), "dst_stride_aligned")
         extent = _reg(m, Mux(row > stride, row, stride), "extent")

@@ -255,14 +255,27 @@ class BurstIssuer(wiring.Component):
         a_out = data.View(a_layout, a_fifo.r_data)
 
         # Whether bursts are unfinished, and whether another may start, are registers
-        # worked out with the count, so `bursts.ready` waits on no compare of it.
+        # worked out with the count, so `bursts.ready` waits on no compare of it; and
+        # `bursts.ready` itself, with and without the fence, is a register worked out
+        # from their next values, so it is a choice by `new_sid` alone.
+        b = self.bursts
+        take = Signal()
+        pop = self.resp.valid & self.resp.ready
         any_unfinished = Signal()
         below_limit = Signal(init=1)
-        b = self.bursts
-        fence = any_unfinished & b.payload.new_sid
-        take = Signal()
+        any_next, below_next = Signal(), Signal()
+        m.d.comb += [any_next.eq(any_unfinished), below_next.eq(below_limit)]
+        with m.If(take & ~pop):
+            m.d.comb += [any_next.eq(1), below_next.eq(unfinished != depth - 1)]
+        with m.Elif(pop & ~take):
+            m.d.comb += [any_next.eq(unfinished != 1), below_next.eq(1)]
+        m.d.sync += [any_unfinished.eq(any_next), below_limit.eq(below_next)]
+        open_ = Signal(init=1)                  # a burst with this ID may go
+        open_fenced = Signal(init=1)            # a burst with a new ID may go
+        m.d.sync += [open_.eq(a_fifo.w_rdy_next & below_next),
+                     open_fenced.eq(a_fifo.w_rdy_next & below_next & ~any_next)]
         m.d.comb += [
-            b.ready.eq(a_fifo.w_rdy & below_limit & ~fence),
+            b.ready.eq(Mux(b.payload.new_sid, open_fenced, open_)),
             take.eq(b.valid & b.ready),
             a_fifo.w_en.eq(take),
             a_in.id.eq(b.payload.sid),
@@ -292,7 +305,6 @@ class BurstIssuer(wiring.Component):
         resp = self.resp
         read = queue.read_port(domain="comb")
         resp_ptr = Signal(range(depth))
-        pop = resp.valid & resp.ready
         m.d.comb += [
             read.addr.eq(resp_ptr),
             resp.payload.eq(read.data),
@@ -300,12 +312,10 @@ class BurstIssuer(wiring.Component):
         ]
         with m.If(pop):
             m.d.sync += resp_ptr.eq(wrap_incr(resp_ptr, depth))
-        # The count +- 1 and its flags from compares of the register alone, picked by the
-        # handshakes: no carry chain after them.
+        # The count +- 1 from the register alone, picked by the handshakes: no carry
+        # chain after them.
         with m.If(take & ~pop):
-            m.d.sync += [unfinished.eq(unfinished + 1), any_unfinished.eq(1),
-                         below_limit.eq(unfinished != depth - 1)]
+            m.d.sync += unfinished.eq(unfinished + 1)
         with m.Elif(pop & ~take):
-            m.d.sync += [unfinished.eq(unfinished - 1), any_unfinished.eq(unfinished != 1),
-                         below_limit.eq(1)]
+            m.d.sync += unfinished.eq(unfinished - 1)
         return m

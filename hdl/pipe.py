@@ -269,9 +269,8 @@ class PipeController(wiring.Component):
 
     def _status(self, m, in_flight, finished, copy_end, rule_error, rule_code, rule_index):
         """Completions from the datapath and the commands that end here: the completed
-        count and the first error. A Completion counts on the cycle it is offered (every
-        datapath offers it from a register); a command's end is registered first. Returns
-        1 while an end waits to be counted."""
+        count and the first error. A Completion counts on the cycle it is offered; a
+        command's end is registered first. Returns 1 while an end waits to be counted."""
         status, done = self.status, self.done.payload
         m.d.comb += self.done.ready.eq(1)
         ended_command = Signal()

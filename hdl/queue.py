@@ -31,8 +31,9 @@ class BypassQueue(wiring.Component):
     on every cycle it is free, the inner queue's head or else `w_data`, and only
     `r_rdy` waits on `w_en`: the wide enables do not.
 
-    `r_rdy_next` is the value `r_rdy` takes on the next edge, for a user that keeps
-    copies of `r_rdy` in registers of its own (`RegisterCopy`), each near its loads.
+    `r_rdy_next` and `w_rdy_next` are the values `r_rdy` and `w_rdy` take on the next
+    edge, for a user that keeps copies of them, or decisions made of them, in registers
+    of its own.
     """
 
     def __init__(self, *, width, depth):
@@ -41,6 +42,7 @@ class BypassQueue(wiring.Component):
         self.depth = depth
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "w_rdy_next": Out(1),
             "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1), "r_rdy_next": Out(1),
             "level": Out(range(depth + 1)),
         })
@@ -81,10 +83,9 @@ class BypassQueue(wiring.Component):
                                 Mux(refill, held - 1, held)))
         # Room after this edge, from the handshakes and a compare of `held` alone, so no
         # add sits in front of it.
-        with m.If(queued & ~refill):
-            m.d.sync += has_room.eq(held != slots - 1)
-        with m.Elif(refill & ~queued):
-            m.d.sync += has_room.eq(1)
+        m.d.comb += self.w_rdy_next.eq(Mux(queued & ~refill, held != slots - 1,
+                                           Mux(refill & ~queued, 1, has_room)))
+        m.d.sync += has_room.eq(self.w_rdy_next)
         m.d.comb += self.r_rdy_next.eq(Mux(out_free, has_head | self.w_en, self.r_rdy))
         m.d.sync += self.r_rdy.eq(self.r_rdy_next)
         with m.If(out_free):

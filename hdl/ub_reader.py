@@ -39,12 +39,14 @@ class UbReader(wiring.Component):
 
     UB read data arrives three or more cycles after a request and cannot be held back, so
     every word asked for needs a free place in the output queue when it lands. A request is
-    made only while fewer than `depth` words asked for are not yet taken on `words`. A word
-    that lands while nothing is queued goes straight on to `words` if it is taken there (the
-    UB's output register is then the word's only register between the memory and the
-    consumer), and into the queue otherwise; so a stream of words flows through at one per
-    cycle with three in flight and none queued, and with `depth` >= 5 it keeps that rate
-    while the queue drains after a stall.
+    made only while fewer than `depth` words asked for are not yet taken on `words`. Each
+    word lands first in a register of the reader's own (`ub.rdata` and `ub.rvalid`, loaded
+    on every cycle), so the route from the block RAMs, which lie all over the device, is
+    the whole of a path, and the consumer's logic starts at a flip-flop beside it. A word
+    that has landed while nothing is queued goes straight on to `words` if it is taken
+    there, and into the queue otherwise; so a stream of words flows through at one per
+    cycle with four in flight (three in the UB, one landed) and none queued; `depth` >= 5
+    keeps that rate, also while the queue drains after a stall.
     """
 
     def __init__(self, width_bytes, depth=5):
@@ -70,6 +72,10 @@ class UbReader(wiring.Component):
         now = Mux(active, addr, new.first)
         at_last = Mux(active, addr == last_addr, new.first == new.last)
 
+        landed = Signal(8 * self._width)
+        landed_valid = Signal()
+        m.d.sync += [landed.eq(self.ub.rdata), landed_valid.eq(self.ub.rvalid)]
+
         issued = self.ub.valid & self.ub.ready
         # Words asked for and not yet taken on `words` (in flight, queued or passing) may
         # not exceed `depth`: `room` counts what is left, a register, so a request waits
@@ -81,10 +87,10 @@ class UbReader(wiring.Component):
             self.ub.addr.eq(now),
             self.ub.valid.eq((active | self.rows.valid) & has_room),
             self.rows.ready.eq(~active & issued),
-            queue.w_data.eq(self.ub.rdata),
-            queue.w_en.eq(self.ub.rvalid & (queue.r_rdy | ~self.words.ready)),
-            self.words.payload.eq(Mux(queue.r_rdy, queue.r_data, self.ub.rdata)),
-            self.words.valid.eq(queue.r_rdy | self.ub.rvalid),
+            queue.w_data.eq(landed),
+            queue.w_en.eq(landed_valid & (queue.r_rdy | ~self.words.ready)),
+            self.words.payload.eq(Mux(queue.r_rdy, queue.r_data, landed)),
+            self.words.valid.eq(queue.r_rdy | landed_valid),
             queue.r_en.eq(self.words.ready),
         ]
 

@@ -216,6 +216,8 @@ def run_write(width, commands, rng, timing, error_pages=(), max_outstanding=8,
 
     async def drain(ctx):
         done.extend(await stream_collect(ctx, dut.done, len(commands), stall_out, rng))
+        # A Completion can pass with its B response; `abort` follows that edge.
+        await idle(ctx, 2)
 
     async def watch_error(ctx):
         async for _, _, valid, copy in ctx.tick().sample(dut.abort.valid, dut.abort.copy):
@@ -300,17 +302,24 @@ def test_write_full_rate(width):
     async def drain(ctx):
         await stream_collect(ctx, dut.done, 1)
 
-    async def watch_w(ctx):
+    async def watch(ctx):
         cycle = 0
-        async for _, _, valid, ready in ctx.tick().sample(dut.axi.wvalid, dut.axi.wready):
+        async for _, _, *handshakes in ctx.tick().sample(
+                dut.axi.wvalid, dut.axi.wready, dut.axi.bvalid, dut.axi.bready,
+                dut.done.valid, dut.done.ready):
             cycle += 1
-            if valid and ready:
-                cycles.append(cycle)
+            for channel, (valid, ready) in zip((cycles, responses, completions),
+                                               zip(handshakes[::2], handshakes[1::2])):
+                if valid and ready:
+                    channel.append(cycle)
 
+    responses, completions = [], []
     run_sim(dut, feed, feed_words, drain,
-            processes=[memory.write_process(dut.axi), watch_w], timeout=10 * len(words))
+            processes=[memory.write_process(dut.axi), watch], timeout=10 * len(words))
     assert len(cycles) == len(words)
     assert cycles[-1] - cycles[0] == len(cycles) - 1
+    # The Completion passes in the cycle of the last burst's B response.
+    assert len(responses) > 1 and completions == [responses[-1]]
 
 
 # --- Verilog -----------------------------------------------------------------------

@@ -12,7 +12,7 @@ def _run(depth, count, put_rate, get_rate, seed):
     dut = BypassQueue(width=16, depth=depth)
     rng = random.Random(seed)
     sent, got, levels, refused = list(range(1, count + 1)), [], [], []
-    rdys = []           # per cycle (r_rdy, r_rdy_next)
+    rdys = []           # per cycle ((r_rdy, w_rdy), (r_rdy_next, w_rdy_next))
 
     async def bench(ctx):
         pending = list(sent)
@@ -22,10 +22,11 @@ def _run(depth, count, put_rate, get_rate, seed):
             ctx.set(dut.w_en, put)
             ctx.set(dut.w_data, pending[0] if put else 0)
             ctx.set(dut.r_en, get)
-            *_, w_rdy, r_rdy, r_rdy_next, r_data, level = await ctx.tick().sample(
-                dut.w_rdy, dut.r_rdy, dut.r_rdy_next, dut.r_data, dut.level)
+            *_, w_rdy, w_rdy_next, r_rdy, r_rdy_next, r_data, level = \
+                await ctx.tick().sample(dut.w_rdy, dut.w_rdy_next, dut.r_rdy, dut.r_rdy_next,
+                                        dut.r_data, dut.level)
             levels.append(level)
-            rdys.append((r_rdy, r_rdy_next))
+            rdys.append(((r_rdy, w_rdy), (r_rdy_next, w_rdy_next)))
             if not w_rdy:
                 refused.append(level)
             if put and w_rdy:
@@ -34,9 +35,10 @@ def _run(depth, count, put_rate, get_rate, seed):
                 got.append(r_data)
 
     run_sim(dut, bench, timeout=20 * count)
-    # r_rdy_next foretells r_rdy: each cycle's r_rdy is the last cycle's r_rdy_next.
+    # r_rdy_next and w_rdy_next foretell r_rdy and w_rdy: each cycle's is the last
+    # cycle's next.
     assert all(now[0] == before[1] for before, now in zip(rdys, rdys[1:]))
-    assert len({next_ for _, next_ in rdys}) == 2
+    assert len({next_[0] for _, next_ in rdys}) == 2
     return got, levels, refused
 
 

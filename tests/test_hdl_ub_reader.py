@@ -80,9 +80,10 @@ def test_full_rate_and_first_request_with_the_row():
     # the first word is asked for in the first cycle, then one word per cycle
     assert requests == list(range(len(got)))
     assert trace[0][:3] == (True, True, True)
-    # each word goes on as it lands, three cycles after its request: nothing is queued
+    # each word goes on from the landing register, four cycles after its request (three
+    # in the UB, one landing): nothing is queued
     taken = [cycle for cycle, (*_, took) in enumerate(trace) if took]
-    assert taken == [cycle + 3 for cycle in requests]
+    assert taken == [cycle + 4 for cycle in requests]
 
 
 def test_drains_at_full_rate_after_a_stall():
