@@ -66,8 +66,8 @@ def rotate_stages(width_bytes):
 def _rotate_slices(width_bytes):
     """Per rotator stage, the bits [lo, hi) of the rotate amount it resolves. The first
     stage takes the bits left over, so the smallest mux is the one whose input comes
-    straight from the source (R, or the UB reader's landing register, routed from afar, and the mux
-    between them and the source's queue)."""
+    straight from the source (R, or the UB reader's landing register, routed from afar,
+    and the mux between them and the source's queue)."""
     shift = offset_bits(width_bytes)
     slices = [(lo, min(lo + ROTATE_BITS, shift)) for lo in range(0, shift, ROTATE_BITS)]
     return slices[::-1]

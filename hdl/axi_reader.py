@@ -1,13 +1,13 @@
 """MTE2's GM side: reads byte-exact rows from GM over AXI4 as bus words."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
 from .axi import AXI4ReadSignature, connect_address, resp_is_error
 from .legalizer import BurstIssuer, BurstSplitter, GmRow
-from .queue import BypassQueue
+from .queue import BypassQueue, pass_or_queue
 from .register_copy import RegisterCopy
 
 
@@ -68,7 +68,6 @@ class AxiReader(wiring.Component):
         burst = issuer.resp.payload
         words = m.submodules.words = BypassQueue(width=self.beat_layout.size, depth=3)
         word = Signal(self.beat_layout)
-        waiting = words.r_rdy
         waiting_select = RegisterCopy(1)
         m.submodules.waiting_select = waiting_select
         m.d.comb += waiting_select.d.eq(words.r_rdy_next)
@@ -81,10 +80,6 @@ class AxiReader(wiring.Component):
             word.error.eq(resp_is_error(axi.rresp)),
             word.err_addr.eq(burst.addr),
             issuer.resp.ready.eq(accept & axi.rlast),
-            self.beats.valid.eq(waiting | axi.rvalid),
-            self.beats.payload.eq(Mux(waiting_select.q, words.r_data, word)),
-            words.r_en.eq(self.beats.ready),
-            words.w_data.eq(word),
-            words.w_en.eq(axi.rvalid & (waiting | ~self.beats.ready)),
         ]
+        pass_or_queue(m, words, axi.rvalid, word, self.beats, select=waiting_select.q)
         return m

@@ -8,7 +8,7 @@ from model.isa import GM_ADDR_BITS, ErrorCode
 from .axi import AXI4WriteSignature, connect_address, resp_is_error
 from .layouts import COPY_SEQ_BITS, AbortSignature, Completion
 from .legalizer import BurstIssuer, BurstSplitter, GmRow
-from .queue import BypassQueue
+from .queue import BypassQueue, pass_or_queue
 
 
 def write_beat_layout(width_bytes):
@@ -121,21 +121,15 @@ class AxiWriter(wiring.Component):
         done_fifo = m.submodules.done_fifo = BypassQueue(
             width=Shape.cast(Completion).width, depth=3)
         done = Signal(Completion)
-        waiting = done_fifo.r_rdy
         failed = Signal()                        # an earlier burst of this command failed
         failed_addr = Signal(GM_ADDR_BITS)
         accept = axi.bvalid & axi.bready
         bad = resp_is_error(axi.bresp)
-        finished = axi.bvalid & burst.last
         m.d.comb += [
             axi.bready.eq(done_fifo.w_rdy),
             issuer.resp.ready.eq(accept),
-            done_fifo.w_data.eq(done),
-            done_fifo.w_en.eq(finished & (waiting | ~self.done.ready)),
-            self.done.payload.eq(Mux(waiting, done_fifo.r_data, done)),
-            self.done.valid.eq(waiting | finished),
-            done_fifo.r_en.eq(self.done.ready),
         ]
+        pass_or_queue(m, done_fifo, axi.bvalid & burst.last, done, self.done)
         with m.If(failed):
             m.d.comb += [done.error.eq(ErrorCode.BUS_ERROR), done.address.eq(failed_addr)]
         with m.Elif(bad):

@@ -11,6 +11,23 @@ def wrap_incr(ptr, depth):
     return Mux(ptr == depth - 1, 0, ptr + 1)
 
 
+def pass_or_queue(m, queue, valid, data, out, select=None):
+    """Drives stream `out` from an item that cannot be held back (`valid`, `data`: an R
+    beat, a B response's Completion, a landed UB word): it goes straight on to `out` when
+    nothing is queued and `out` takes it, and into `queue` (a BypassQueue) otherwise,
+    whose head goes first. `out` is then one mux from `data` or a register. `select` is a
+    copy of `queue.r_rdy` (a `RegisterCopy` near the payload's loads) that picks the
+    payload, or `queue.r_rdy` itself."""
+    waiting = queue.r_rdy
+    m.d.comb += [
+        queue.w_data.eq(data),
+        queue.w_en.eq(valid & (waiting | ~out.ready)),
+        out.payload.eq(Mux(waiting if select is None else select, queue.r_data, data)),
+        out.valid.eq(waiting | valid),
+        queue.r_en.eq(out.ready),
+    ]
+
+
 class BypassQueue(wiring.Component):
     """SyncFIFOBuffered's ports and level, with one edge less latency.
 

@@ -8,7 +8,7 @@ from model.isa import UB_ADDR_BITS
 
 from .aligner import Aligner
 from .layouts import UbReadSignature, ub_word_bits
-from .queue import BypassQueue
+from .queue import BypassQueue, pass_or_queue
 from .rowfork import RowFork
 
 
@@ -87,12 +87,8 @@ class UbReader(wiring.Component):
             self.ub.addr.eq(now),
             self.ub.valid.eq((active | self.rows.valid) & has_room),
             self.rows.ready.eq(~active & issued),
-            queue.w_data.eq(landed),
-            queue.w_en.eq(landed_valid & (queue.r_rdy | ~self.words.ready)),
-            self.words.payload.eq(Mux(queue.r_rdy, queue.r_data, landed)),
-            self.words.valid.eq(queue.r_rdy | landed_valid),
-            queue.r_en.eq(self.words.ready),
         ]
+        pass_or_queue(m, queue, landed_valid, landed, self.words)
 
         with m.If(issued):
             m.d.sync += [active.eq(~at_last), addr.eq(now + 1)]
