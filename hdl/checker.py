@@ -560,8 +560,12 @@ class CopyChecker(wiring.Component):
         if self.kind == Opcode.COPY_GM_TO_UBUF:
             left, right = fields.left_padding, fields.right_padding
             pad_without_select = ~fields.data_select_bit & ((left | right) != 0)
-            pad_too_large = (((left << log2_es) > PAD_MAX_BYTES)
-                             | ((right << log2_es) > PAD_MAX_BYTES))
+            # A pad of L elements is too large when L * es > PAD_MAX_BYTES, that is when
+            # L > PAD_MAX_BYTES >> log2(es): compared for every element size at once and
+            # picked after, so the element size is not in front of the comparators.
+            pad_too_large = Array(
+                (left > (PAD_MAX_BYTES >> k)) | (right > (PAD_MAX_BYTES >> k))
+                for k in range(1 << LOG2_ES_BITS))[log2_es]
             flags[ErrorCode.PAD_WITHOUT_SELECT] = (
                 _reg(m, pad_without_select, "pad_without_select"), 2)
             flags[ErrorCode.PAD_TOO_LARGE] = (_reg(m, pad_too_large, "pad_too_large"), 2)

@@ -97,6 +97,11 @@ class UbReader(wiring.Component):
         return m
 
 
+def read_branch(width_bytes, row_queue):
+    """The RowFork branch of a UbReader: a RowJob's source row, ub_addr and length."""
+    return (UbReadRow, row_queue, lambda row: ub_read_row(row.ub_addr, row.length, width_bytes))
+
+
 def ub_source(m, width_bytes, dst_addr, align_queue, row_queue, **other_branches):
     """The front end of a datapath whose source is UB: a RowFork that hands each RowJob to
     a UbReader ("read") and to an Aligner ("align"), which moves the row's bytes from byte
@@ -110,8 +115,7 @@ def ub_source(m, width_bytes, dst_addr, align_queue, row_queue, **other_branches
     reader = m.submodules.reader = UbReader(width_bytes)
     aligner = m.submodules.aligner = Aligner(width_bytes)
     fork = m.submodules.fork = RowFork({
-        "read": (UbReadRow, row_queue,
-                 lambda row: ub_read_row(row.ub_addr, row.length, width_bytes)),
+        "read": read_branch(width_bytes, row_queue),
         "align": (aligner.row_layout, align_queue,
                   lambda row: {"src_off": row.ub_addr[:shift],
                                "dst_off": dst_addr(row)[:shift], "length": row.length}),

@@ -1,0 +1,77 @@
+"""UB->UB's write stage when a UB line is whole words: each row's words, as read, to
+consecutive UB words."""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from model.isa import UB_ADDR_BITS, UB_LINE
+
+from .aligner import buffered_output
+from .layouts import ub_word_bits
+from .pad import ub_write_layout
+
+
+class LineRow(data.Struct):
+    """A row to write: UB words `first` .. `last` (word numbers, first <= last);
+    `cmd_last`: the last row of its command."""
+    first: UB_ADDR_BITS
+    last: UB_ADDR_BITS
+    cmd_last: 1
+
+
+class LineWriter(wiring.Component):
+    """Writes each row's words to UB words `first` .. `last`, whole.
+
+    Ports:
+      rows  In  stream of LineRow
+      data  In  stream of W-byte words: per row, last - first + 1 of them
+      ub    Out stream of ub_write_layout(W), from registers
+
+    A UB->UB copy's rows start on a UB line (32 bytes) on both sides and are whole lines
+    long, so with W <= 32 a source word is a destination word: no byte moves to another
+    lane, and every byte of the row's words is written. A word is on `ub` after the edge
+    that takes it from `data`; one word per cycle, the next row's first word right after
+    the last one's. `data.ready` is a choice among registers (the output queue's room,
+    the row state, the row queue's valid), so the source's handshake does not wait on
+    the UB's `ready`, which only steps the output queue (aligner.buffered_output).
+    """
+
+    def __init__(self, width_bytes):
+        assert UB_LINE % width_bytes == 0
+        self._width = width_bytes
+        super().__init__({
+            "rows": In(stream.Signature(LineRow)),
+            "data": In(stream.Signature(8 * width_bytes)),
+            "ub": Out(stream.Signature(ub_write_layout(width_bytes))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        active = Signal()                                 # words of a taken row remain
+        addr = Signal(ub_word_bits(self._width))          # the next of them
+        last_addr = Signal(ub_word_bits(self._width))
+        cmd_last = Signal()
+        new = self.rows.payload
+        now = Mux(active, addr, new.first)
+        at_last = Mux(active, addr == last_addr, new.first == new.last)
+
+        word = Signal(ub_write_layout(self._width))
+        put = Signal()
+        room = buffered_output(m, self.ub, word, put)
+        has_row = active | self.rows.valid
+        m.d.comb += [
+            word.addr.eq(now),
+            word.data.eq(self.data.payload),
+            word.strb.eq((1 << self._width) - 1),
+            word.last.eq(at_last),
+            word.cmd_last.eq(at_last & Mux(active, cmd_last, new.cmd_last)),
+            self.data.ready.eq(has_row & room),
+            put.eq(self.data.valid & has_row & room),
+            self.rows.ready.eq(~active & put),
+        ]
+        with m.If(put):
+            m.d.sync += [active.eq(~at_last), addr.eq(now + 1)]
+            with m.If(~active):
+                m.d.sync += [last_addr.eq(new.last), cmd_last.eq(new.cmd_last)]
+        return m
