@@ -29,6 +29,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .kept_lut import KeptLut, truth_table
 from .layouts import LEN_BITS
 from .muxes import mux_tree
 from .register_copy import RegisterCopy
@@ -150,6 +151,12 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None):
     with m.Elif(ready):
         m.d.sync += [skid_valid.eq(valid_in), skid.eq(value)]
     return valid, reg, ready
+
+
+def _loads_head(nonempty, push, emit, last):
+    """The merge's head row changes: a word arrives at an empty queue, or the head row's
+    last output leaves."""
+    return (~nonempty & push) | (emit & last)
 
 
 def buffered_output(m, out, word, put):
@@ -414,11 +421,18 @@ class Aligner(wiring.Component):
         head_next = Signal(row_layout)
         m.d.comb += head_next.eq(Mux(~nonempty | (count == pops_if), incoming.row,
                                      Mux(pops_if[1], after[1], after[0])))
-        with m.If((~nonempty & push) | (emit & last)):
+        # The head row's bits take the load decision from a cell of their own (a
+        # KeptLut), which the placer can put among them; the registers below, beside the
+        # decision's inputs, work it out again, so no path leaves for the head row and
+        # comes back.
+        load_head = m.submodules.load_head = KeptLut(4, truth_table(_loads_head, 4))
+        m.d.comb += load_head.a.eq(Cat(nonempty, push, emit, last))
+        with m.If(load_head.z):
+            m.d.sync += head.eq(head_next)
+        with m.If(_loads_head(nonempty, push, emit, last)):
             # Output 0 of the new head row is next: a row's outputs before its last leave
             # at least their hi word in the queue, so `first` is high whenever it is empty.
             m.d.sync += [
-                head.eq(head_next),
                 last.eq(head_next.tag.single),
                 next_last.eq(head_next.tag.pair),
                 uses_hi.eq(head_next.tag.uses0),
