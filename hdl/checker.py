@@ -134,6 +134,12 @@ def _capped(value, cap):
     return value[:cap], value[cap:].any() if len(value) > cap else Const(0, 1)
 
 
+def _by_element_size(log2_es, value):
+    """value(k) for the element size 2^k that `log2_es` holds: worked out for every size
+    at once and picked after, so the size's register is not in front of that logic."""
+    return Array(value(k) for k in range(1 << LOG2_ES_BITS))[log2_es]
+
+
 def _align_up(value):
     """value rounded up to a whole number of UB lines."""
     return ((value + (UB_LINE - 1)) >> LINE_SHIFT) << LINE_SHIFT
@@ -462,13 +468,13 @@ class CopyChecker(wiring.Component):
         # It is below 2^22: len < 2^21, and each pad at most 255 * 8 bytes.
         bits = LEN_BITS + 1
 
-        def by_element_size(extra):
-            return Array(sum_mod([fields.left_padding << k, fields.right_padding << k,
-                                  fields.len_burst, *extra], bits)
-                         for k in range(1 << LOG2_ES_BITS))[log2_es]
+        def footprint_plus(extra):
+            return _by_element_size(log2_es, lambda k: sum_mod(
+                [fields.left_padding << k, fields.right_padding << k, fields.len_burst,
+                 *extra], bits))
 
-        footprint = by_element_size([])
-        row = _load(m, capture, by_element_size([UB_LINE - 1])[LINE_SHIFT:] << LINE_SHIFT,
+        footprint = footprint_plus([])
+        row = _load(m, capture, footprint_plus([UB_LINE - 1])[LINE_SHIFT:] << LINE_SHIFT,
                     "footprint_aligned")
         stride = _load(m, capture, _align_up(fields.dst_stride), "dst_stride_aligned")
         extent = _reg(m, Mux(row > stride, row, stride), "extent")
@@ -561,11 +567,10 @@ class CopyChecker(wiring.Component):
             left, right = fields.left_padding, fields.right_padding
             pad_without_select = ~fields.data_select_bit & ((left | right) != 0)
             # A pad of L elements is too large when L * es > PAD_MAX_BYTES, that is when
-            # L > PAD_MAX_BYTES >> log2(es): compared for every element size at once and
-            # picked after, so the element size is not in front of the comparators.
-            pad_too_large = Array(
-                (left > (PAD_MAX_BYTES >> k)) | (right > (PAD_MAX_BYTES >> k))
-                for k in range(1 << LOG2_ES_BITS))[log2_es]
+            # L > PAD_MAX_BYTES >> log2(es).
+            pad_too_large = _by_element_size(
+                log2_es,
+                lambda k: (left > (PAD_MAX_BYTES >> k)) | (right > (PAD_MAX_BYTES >> k)))
             flags[ErrorCode.PAD_WITHOUT_SELECT] = (
                 _reg(m, pad_without_select, "pad_without_select"), 2)
             flags[ErrorCode.PAD_TOO_LARGE] = (_reg(m, pad_too_large, "pad_too_large"), 2)

@@ -10,6 +10,7 @@ from model.isa import UB_ADDR_BITS, UB_LINE
 from .aligner import buffered_output
 from .layouts import ub_word_bits
 from .pad import ub_write_layout
+from .ub_reader import walk_row_words
 
 
 class LineRow(data.Struct):
@@ -48,16 +49,12 @@ class LineWriter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        active = Signal()                                 # words of a taken row remain
-        addr = Signal(ub_word_bits(self._width))          # the next of them
-        last_addr = Signal(ub_word_bits(self._width))
-        cmd_last = Signal()
         new = self.rows.payload
-        now = Mux(active, addr, new.first)
-        at_last = Mux(active, addr == last_addr, new.first == new.last)
+        put = Signal()
+        active, now, at_last = walk_row_words(m, new, put, ub_word_bits(self._width))
+        cmd_last = Signal()                               # the taken row's
 
         word = Signal(ub_write_layout(self._width))
-        put = Signal()
         room = buffered_output(m, self.ub, word, put)
         has_row = active | self.rows.valid
         m.d.comb += [
@@ -70,8 +67,6 @@ class LineWriter(wiring.Component):
             put.eq(self.data.valid & has_row & room),
             self.rows.ready.eq(~active & put),
         ]
-        with m.If(put):
-            m.d.sync += [active.eq(~at_last), addr.eq(now + 1)]
-            with m.If(~active):
-                m.d.sync += [last_addr.eq(new.last), cmd_last.eq(new.cmd_last)]
+        with m.If(put & ~active):
+            m.d.sync += cmd_last.eq(new.cmd_last)
         return m

@@ -24,6 +24,23 @@ def ub_read_row(ub_addr, length, width_bytes):
     return {"first": ub_addr >> shift, "last": (ub_addr + length - 1) >> shift}
 
 
+def walk_row_words(m, row, step, word_bits):
+    """Steps through the words `first` .. `last` of the rows offered in `row` (a payload
+    with those fields), one word on each cycle `step` is high; a row is taken on the step
+    of its first word. Returns (active: words of a taken row remain, now: the word this
+    step is for, at_last: it is its row's last)."""
+    active = Signal()
+    addr = Signal(word_bits)                        # the next word of the taken row
+    last_addr = Signal(word_bits)
+    now = Mux(active, addr, row.first)
+    at_last = Mux(active, addr == last_addr, row.first == row.last)
+    with m.If(step):
+        m.d.sync += [active.eq(~at_last), addr.eq(now + 1)]
+        with m.If(~active):
+            m.d.sync += last_addr.eq(row.last)
+    return active, now, at_last
+
+
 class UbReader(wiring.Component):
     """Requests, for each row, its UB words `first` .. `last`.
 
@@ -65,18 +82,15 @@ class UbReader(wiring.Component):
         # never refuses a landing word (it refuses only while depth words are held).
         queue = m.submodules.queue = BypassQueue(width=8 * self._width, depth=self._depth + 1)
 
-        active = Signal()                               # words of a taken row remain
-        addr = Signal(ub_word_bits(self._width))        # the next of them
-        last_addr = Signal(ub_word_bits(self._width))
-        new = self.rows.payload
-        now = Mux(active, addr, new.first)
-        at_last = Mux(active, addr == last_addr, new.first == new.last)
+        issued = Signal()
+        active, now, _ = walk_row_words(m, self.rows.payload, issued,
+                                        ub_word_bits(self._width))
 
         landed = Signal(8 * self._width)
         landed_valid = Signal()
         m.d.sync += [landed.eq(self.ub.rdata), landed_valid.eq(self.ub.rvalid)]
 
-        issued = self.ub.valid & self.ub.ready
+        m.d.comb += issued.eq(self.ub.valid & self.ub.ready)
         # Words asked for and not yet taken on `words` (in flight, queued or passing) may
         # not exceed `depth`: `room` counts what is left, a register, so a request waits
         # on no sum.
@@ -89,11 +103,6 @@ class UbReader(wiring.Component):
             self.rows.ready.eq(~active & issued),
         ]
         pass_or_queue(m, queue, landed_valid, landed, self.words)
-
-        with m.If(issued):
-            m.d.sync += [active.eq(~at_last), addr.eq(now + 1)]
-            with m.If(~active):
-                m.d.sync += last_addr.eq(new.last)
         return m
 
 

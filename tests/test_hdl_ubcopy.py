@@ -123,7 +123,6 @@ def test_one_word_rows_at_full_rate():
     writes = []
 
     async def bench(ctx):
-        ctx.set(dut.rows.valid, 1)
         ctx.set(dut.rd.ready, 1)
         ctx.set(dut.wr.ready, 1)
         ctx.set(dut.done.ready, 1)
