@@ -7,8 +7,10 @@ from amaranth.lib.wiring import In, Out
 from model.isa import GM_ADDR_BITS, Opcode
 
 from .checker import COPY_KINDS, LOOP_COUNTS, checked_copy_layout
+from .aligner import buffered_output
 from .layouts import COPY_SEQ_BITS, AbortSignature, RowJob
 from .legalizer import first_split
+from .ub_reader import ub_words_m1
 
 # A 40-bit address add is done in two halves on consecutive stages (walk, then output), so
 # no stage has a carry chain longer than this.
@@ -61,18 +63,6 @@ def _pick(step, choices):
     return Mux(step == Step.LOOP2, choices[2], Mux(step == Step.LOOP1, choices[1], choices[0]))
 
 
-def _pad8(m, pad_val, es):
-    """8 pad bytes: byte i is byte (i mod es) of pad_val."""
-    pad8 = Signal(64)
-    with m.Switch(es):
-        for size in (1, 2, 4):
-            with m.Case(size):
-                m.d.comb += pad8.eq(Cat(*[pad_val[:8 * size]] * (8 // size)))
-        with m.Default():
-            m.d.comb += pad8.eq(pad_val)
-    return pad8
-
-
 class AddressGenerator(wiring.Component):
     """Walks the loop nest of a checked copy and emits its rows (layouts.RowJob).
 
@@ -83,9 +73,10 @@ class AddressGenerator(wiring.Component):
     len_burst, left = L*es and extent = E with data_select (else 0 and len_burst);
     MTE3 ub_addr = source row, gm_addr = destination row, extent = length; UB->UB
     ub_addr = source row, gm_addr = destination row (a UB address), length = len*32.
-    pad8 repeats the low es bytes of pad_val. MTE2 and MTE3 rows carry `split`, where the
+    pad8 is the copy's (the checker works it out). MTE2 and MTE3 rows carry `split`, where the
     first burst of the GM row ends (legalizer.first_split at W = `width_bytes` bytes),
-    worked out in the output register from the walk stage's low address bits.
+    worked out in the output register from the walk stage's low address bits, and every
+    row `ub_words_m1`, its UB row's words less one, likewise.
 
     An empty copy (a count or len_burst of 0) emits no row; `done_empty` pulses the cycle
     after it was taken. `busy`: a taken copy still has rows to emit.
@@ -120,10 +111,15 @@ class AddressGenerator(wiring.Component):
         m = Module()
         rows, incoming = self.rows, self.copy.payload
         job = Signal(checked_copy_layout(self.kind))    # the copy being walked
-        pad8 = Signal(64)
         walking = Signal()
         step = Signal(Step)                              # how the walked row was reached
-        advance = ~rows.valid | rows.ready
+        # The row made this cycle (walked, or a taken copy's first) goes to a two-entry
+        # output queue (aligner.buffered_output), whose `room` is a register: so whether
+        # a row is made, which enables most of this block's flip-flops, waits on no
+        # `ready` from afar, only on registers of this block.
+        row = Signal(RowJob)
+        put = Signal()
+        advance = buffered_output(m, rows, row, put, name="row")
         counters = [Signal(len(job.geom[name]), name=f"{name}_left") for name in LOOP_COUNTS]
         # Per loop level, whether its counter is 1 and whether the copy's count is 2, as
         # registers: the at-end flags below are a choice among registers, with no wide
@@ -159,10 +155,8 @@ class AddressGenerator(wiring.Component):
                      self.busy.eq(walking | rows.valid)]
         m.d.sync += self.done_empty.eq(take & incoming.geom.empty)
 
-        with m.If(advance):
-            m.d.sync += rows.valid.eq(walking)
         walk = Signal()
-        m.d.comb += walk.eq(walking & advance)
+        m.d.comb += [walk.eq(walking & advance), put.eq(walk | (take & ~incoming.geom.empty))]
         with m.If(walk | take):
             m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
             m.d.sync += [next_step.eq(_next_step(moved)),
@@ -176,36 +170,54 @@ class AddressGenerator(wiring.Component):
         for field, side in ROW_ADDRESSES[self.kind].items():
             low, carry = self._walk_low(m, job, incoming.geom, side, take, walk, next_step,
                                         first_next)
-            if field == "gm_addr" and self.kind in GM_KINDS:
-                # The row's first burst split, from the walked row's low address bits
-                # and the copy's length (the copy's own for its first row): registers.
-                split = rows.payload.split
-                for load, addr, length in ((walk, low, job.geom.len_burst),
-                                           (take, incoming.geom[side][:len(low)],
-                                            incoming.geom.len_burst)):
-                    with m.If(load):
-                        m.d.sync += [split[name].eq(value) for name, value
-                                     in first_split(addr, length, self.width_bytes).items()]
             high = self._output_high(m, job, incoming.geom[side], side, take, walk, step,
                                      carry)
-            with m.If(walk):
-                m.d.sync += rows.payload[field].eq(Cat(low, high))
-            with m.If(take):
-                m.d.sync += rows.payload[field].eq(incoming.geom[side])
+            # Worked out from the walked row's low address bits and the copy's length (the
+            # copy's own for its first row), from registers: where the GM row's first
+            # burst ends, and the UB row's words.
+            for made, addr, length, full in (
+                    (walking, low, job.geom.len_burst, Cat(low, high)),
+                    (~walking, incoming.geom[side][:len(low)], incoming.geom.len_burst,
+                     incoming.geom[side])):
+                with m.If(made):
+                    m.d.comb += row[field].eq(full)
+                    if field == "gm_addr" and self.kind in GM_KINDS:
+                        m.d.comb += [row.split[name].eq(value) for name, value
+                                     in first_split(addr, length, self.width_bytes).items()]
+                    if field == "ub_addr":
+                        m.d.comb += row.ub_words_m1.eq(
+                            ub_words_m1(addr, length, self.width_bytes))
 
-        with m.If(walk):
-            m.d.sync += [
-                rows.payload.length.eq(job.geom.len_burst),
-                rows.payload.left.eq(job.geom.left_bytes),
-                rows.payload.extent.eq(job.geom.row_bytes),
-                rows.payload.select.eq(job.geom.select),
-                rows.payload.pad8.eq(pad8),
-                rows.payload.sid.eq(job.sid),
-                rows.payload.cache.eq(job.cache),
-                rows.payload.last.eq(ending),
-                rows.payload.new_sid.eq(0),
-                step.eq(next_step),
+        if self.kind not in GM_KINDS:
+            m.d.comb += row.split.eq(0)         # no GM row
+        # The row made: walked while a copy is walked, else the first of the copy taken.
+        first_sid = Signal()
+        with m.If(walking):
+            m.d.comb += [
+                row.length.eq(job.geom.len_burst),
+                row.left.eq(job.geom.left_bytes),
+                row.extent.eq(job.geom.row_bytes),
+                row.select.eq(job.geom.select),
+                row.pad8.eq(job.pad8),
+                row.sid.eq(job.sid),
+                row.cache.eq(job.cache),
+                row.last.eq(ending),
+                row.new_sid.eq(0),
             ]
+        with m.Else():
+            m.d.comb += [
+                row.length.eq(incoming.geom.len_burst),
+                row.left.eq(incoming.geom.left_bytes),
+                row.extent.eq(incoming.geom.row_bytes),
+                row.select.eq(incoming.geom.select),
+                row.pad8.eq(incoming.pad8),
+                row.sid.eq(incoming.sid),
+                row.cache.eq(incoming.cache),
+                row.last.eq(first_ending),
+                row.new_sid.eq(first_sid),
+            ]
+        with m.If(walk):
+            m.d.sync += step.eq(next_step)
             with m.If(ending):
                 m.d.sync += walking.eq(0)
             with m.Else():
@@ -215,24 +227,18 @@ class AddressGenerator(wiring.Component):
         # The sid of the last non-empty copy taken: a copy's first row tells whether its
         # sid differs from the row before it.
         last_sid = Signal.like(incoming.sid)
+        m.d.comb += first_sid.eq(incoming.sid != last_sid)
         with m.If(take & ~incoming.geom.empty):
             m.d.sync += [number.eq(number + 1), last_sid.eq(incoming.sid)]
+        # The copy to walk loads on every cycle none is walked, so its few hundred
+        # flip-flops are enabled by a register and not by the output's `ready`: the
+        # copy taken is the one it holds when walking starts.
+        with m.If(~walking):
+            m.d.sync += job.eq(incoming)
         with m.If(take):
-            first_pad8 = _pad8(m, incoming.pad_val, incoming.geom.es)
             m.d.sync += [
-                job.eq(incoming), pad8.eq(first_pad8),
                 walking.eq(~incoming.geom.empty & ~first_ending), aborted.eq(0),
                 step.eq(first_next),
-                rows.valid.eq(~incoming.geom.empty),
-                rows.payload.length.eq(incoming.geom.len_burst),
-                rows.payload.left.eq(incoming.geom.left_bytes),
-                rows.payload.extent.eq(incoming.geom.row_bytes),
-                rows.payload.select.eq(incoming.geom.select),
-                rows.payload.pad8.eq(first_pad8),
-                rows.payload.sid.eq(incoming.sid),
-                rows.payload.cache.eq(incoming.cache),
-                rows.payload.last.eq(first_ending),
-                rows.payload.new_sid.eq(incoming.sid != last_sid),
             ]
             # The counters as after the first row: the level that steps has counted it.
             for level, name in enumerate(LOOP_COUNTS):

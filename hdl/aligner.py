@@ -25,21 +25,24 @@ the merged word with no mux in front and which `dst.ready` only steps (see
 buffered_output).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .arith import sum_mod
 from .kept_lut import KeptLut, truth_table
 from .layouts import LEN_BITS
 from .muxes import mux_tree
+from .queue import BypassQueue
 from .register_copy import RegisterCopy
 
 # Bits of the rotate amount each rotator stage resolves: an 8:1 mux per data bit.
 ROTATE_BITS = 3
 
 # Copies of the decision to load the next row, one per group of flip-flops it enables:
-# the row registers, the set-up stage and the set-up stage's skid register.
-ROW_LOAD_GROUPS = 3
+# the row registers, the set-up stage, the set-up stage's skid register and the merge's
+# row queue.
+ROW_LOAD_GROUPS = 4
 
 # Groups each rotator stage's data is split into, each enabled from its own copies of the
 # registers the rotator's hold is made of (see Aligner.elaborate).
@@ -48,6 +51,10 @@ ROTATOR_GROUPS = 2
 # The merge sees the two oldest entries; two more keep the rotator flowing. A power of
 # two: the ring's pointers wrap by truncation.
 QUEUE_DEPTH = 4
+
+# Bits of an output queue's entries (buffered_output) loaded and picked from one copy of
+# its control registers.
+OUTPUT_GROUP_BITS = 64
 
 
 def offset_bits(width_bytes):
@@ -153,13 +160,14 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None):
     return valid, reg, ready
 
 
-def _loads_head(nonempty, push, emit, last):
-    """The merge's head row changes: a word arrives at an empty queue, or the head row's
-    last output leaves."""
-    return (~nonempty & push) | (emit & last)
+def _loads_head_row(have_head, nonempty, room, ends_if):
+    """The merge's head row register loads: there is none, or the head row's last output
+    leaves (`ends_if`: the next output is the row's last and has its words, if there is
+    a word and room for the output)."""
+    return ~have_head | (nonempty & room & ends_if)
 
 
-def buffered_output(m, out, word, put):
+def buffered_output(m, out, word, put, name="out"):
     """Drives stream `out` from a two-entry queue. `word` is taken on a cycle with `put`
     high, which may only be when the returned `room` is high. `room` and `out.valid` are
     registers, and `out.payload` is an entry picked by a register.
@@ -170,8 +178,14 @@ def buffered_output(m, out, word, put):
     and `word` reaches the entries with no mux in front: neither `put` nor `out.ready`
     fans out to the data. `room` (the entry to be written next is empty) is worked out a
     cycle ahead, so the producer's decision to put starts at a flip-flop, and so is
-    `out.valid`, so the consumer's starts at one too."""
-    entries = [Signal(out.payload.shape(), name=f"out{i}") for i in range(2)]
+    `out.valid`, so the consumer's starts at one too. So are each entry's load enable and
+    the read pointer that picks the output, one copy (`RegisterCopy`) per
+    OUTPUT_GROUP_BITS of the payload, which may sit with those bits: the entries are
+    wide, and their bits lie wherever the word's bits go."""
+    width = Shape.cast(out.payload.shape()).width
+    groups = [(lo, min(lo + OUTPUT_GROUP_BITS, width))
+              for lo in range(0, width, OUTPUT_GROUP_BITS)]
+    entries = [Signal(width, name=f"{name}{i}") for i in range(2)]
     full = Signal(2)
     wr = Signal()
     rd = Signal()
@@ -181,11 +195,20 @@ def buffered_output(m, out, word, put):
     wr_next = Signal()
     rd_next = Signal()
     room = Signal(init=1)
-    for i, entry in enumerate(entries):
-        with m.If(~full[i] & (wr == i)):
-            m.d.sync += entry.eq(word)
+    for i in range(2):
         m.d.comb += full_next[i].eq((full[i] & ~(take & (rd == i))) | (put & (wr == i)))
     m.d.comb += [wr_next.eq(wr ^ put), rd_next.eq(rd ^ take)]
+    payload = Signal(width)
+    for g, (lo, hi) in enumerate(groups):
+        # Per group: which entry loads (the one to be written next, if empty) and the
+        # read pointer, as of the next cycle. Entry 0's is kept inverted, so reset, which
+        # clears the copies, leaves it loading.
+        copy = m.submodules[f"{name}_group{g}"] = RegisterCopy(3)
+        m.d.comb += copy.d.eq(Cat(full_next[0] | wr_next, ~full_next[1] & wr_next, rd_next))
+        for i, (entry, load) in enumerate(zip(entries, (~copy.q[0], copy.q[1]))):
+            with m.If(load):
+                m.d.sync += entry[lo:hi].eq(Value.cast(word)[lo:hi])
+        m.d.comb += payload[lo:hi].eq(Mux(copy.q[2], entries[1][lo:hi], entries[0][lo:hi]))
     m.d.sync += [
         full.eq(full_next),
         wr.eq(wr_next),
@@ -195,7 +218,7 @@ def buffered_output(m, out, word, put):
     ]
     m.d.comb += [
         out.valid.eq(valid),
-        out.payload.eq(Mux(rd, entries[1], entries[0])),
+        out.payload.eq(payload),
     ]
     return room
 
@@ -248,23 +271,22 @@ class Aligner(wiring.Component):
         width = self._width
         index_bits = _word_index_bits(width)
         tag_layout = _tag_layout(width)
-        entry_layout = data.StructLayout({"data": 8 * width, "tag": tag_layout})
-        # What the merge needs of a row beside the tag: its lane masks, decoded as a word
-        # enters the queue, so the head row's load is a mux of registers.
+        entry_layout = data.StructLayout({"data": 8 * width, "r": self._shift})
+        # What the merge needs of a row beside the tag: its lane masks, decoded as the row
+        # enters the merge's row queue, so the head row's load is a mux of registers.
         row_layout = data.StructLayout({
             "tag": tag_layout,
             "lo": width,                # lanes [0, r)
             "head": width,              # lanes [dst_off, W)
             "tail": width,              # lanes [0, end_off]
         })
-        slot_layout = data.StructLayout({"data": 8 * width, "row": row_layout})
 
         # --- Row set-up: every per-row constant, registered, so the word path only
         # compares counters. The next row is taken on the edge that takes this row's last
         # source word.
         tag = Signal(tag_layout)
         next_rows = [Signal(name=f"next_row{k}") for k in range(ROW_LOAD_GROUPS)]
-        next_row, setup_take, setup_skid_take = next_rows
+        next_row, setup_take, setup_skid_take, queue_row = next_rows
         setup_valid, setup = self._setup(m, tag_layout, index_bits, setup_take,
                                          setup_skid_take)
 
@@ -287,7 +309,7 @@ class Aligner(wiring.Component):
         # selected by registers. A free entry loads the rotator's word on every cycle,
         # so it holds the word on the cycle it is pushed, and the wide enables are the
         # entries' own registered `live` bits.
-        ring = [Signal(slot_layout, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
+        ring = [Signal(8 * width, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
         live = Signal(QUEUE_DEPTH)
         rd = Signal(range(QUEUE_DEPTH))
         wr = Signal(range(QUEUE_DEPTH))
@@ -315,10 +337,10 @@ class Aligner(wiring.Component):
         group_bits = 8 * width // ROTATOR_GROUPS
         for i, (lo, hi) in enumerate(_rotate_slices(width)):
             if i == 0:
-                valid_in, data_in, tag_in = src_take, self.src.payload.data, tag
+                valid_in, data_in, r_in = src_take, self.src.payload.data, tag.r
             else:
-                valid_in, data_in, tag_in = st_valid[i - 1], st[i - 1].data, st[i - 1].tag
-            rotated = _rotate_left(data_in, tag_in.r[lo:hi], 8 << lo)
+                valid_in, data_in, r_in = st_valid[i - 1], st[i - 1].data, st[i - 1].r
+            rotated = _rotate_left(data_in, r_in[lo:hi], 8 << lo)
             with m.If(advance):
                 m.d.sync += st_valid[i].eq(valid_in)
             for g in range(ROTATOR_GROUPS):
@@ -326,36 +348,30 @@ class Aligner(wiring.Component):
                 with m.If(self._data_advance(m, f"rot{i}_{g}", last_valid_next, full_next)):
                     m.d.sync += st[i].data[part].eq(rotated[part])
                     if g == 0:
-                        m.d.sync += st[i].tag.eq(tag_in)
+                        m.d.sync += st[i].r.eq(r_in)
 
         push = Signal()
-        incoming = Signal(slot_layout)
-        ones = Const((1 << width) - 1, width)
-        m.d.comb += [
-            push.eq(st_valid[-1] & advance),
-            incoming.data.eq(st[-1].data),
-            incoming.row.tag.eq(st[-1].tag),
-            incoming.row.lo.eq(~(ones << st[-1].tag.r)),
-            incoming.row.head.eq(ones << st[-1].tag.dst_off),
-            incoming.row.tail.eq(ones >> ~st[-1].tag.end_off),
-        ]
+        m.d.comb += push.eq(st_valid[-1] & advance)
         for i in range(QUEUE_DEPTH):
             with m.If(~live[i]):
-                m.d.sync += ring[i].eq(incoming)
+                m.d.sync += ring[i].eq(st[-1].data)
         with m.If(push):
             m.d.sync += wr.eq(wr + 1)
 
-        # --- Merge: output word k of the head row, the row of the oldest entry. Its
-        # row fields are copied into `head` when it becomes the head, and what each
-        # output needs and retires is known a cycle ahead: for the first word from the
-        # set-up fields, for later ones from flags worked out at the previous word. So
-        # `emit`, the lane selects and the strobes are a gate or two from registers.
+        # --- Merge: output word k of the head row, the oldest row not yet wholly output.
+        # Rows enter a queue of their own as the source side loads them, with their lane
+        # masks decoded, ahead of their words; the head row register loads the queue's
+        # output register (or a row entering the empty queue) when the head row's last
+        # output leaves. What each output needs and retires is known a cycle ahead: for
+        # the first word from the set-up fields, for later ones from flags worked out at
+        # the previous word. So `emit`, the lane selects and the strobes are a gate or two
+        # from registers.
         head = Signal(row_layout)
+        have_head = Signal()
         first = Signal(init=1)          # k = 0
         out_left = Signal(index_bits)   # for k > 0: output words of the row after word k
         # What output k is and needs: for k = 0 the head row's single, pair, uses0 and
-        # pops0, loaded with it; for k > 0 worked out at the previous word. Registers, as
-        # they decide when and from which entry the next head row loads, in every bit.
+        # pops0, loaded with it; for k > 0 worked out at the previous word.
         last = Signal()                 # k is the row's last output
         next_last = Signal()            # k + 1 is the row's last output
         uses_hi = Signal()              # lanes [r, W) come from the hi word
@@ -365,6 +381,7 @@ class Aligner(wiring.Component):
         nonempty = Signal()             # count != 0
         two = Signal()                  # count >= 2
         almost_full = Signal()          # count == QUEUE_DEPTH - 1
+        ends_if = Signal()              # last & (~uses_hi | two): output k ends the row
         room = Signal()
         emit = Signal()
         pops = Signal(2)
@@ -372,24 +389,6 @@ class Aligner(wiring.Component):
             emit.eq(nonempty & (~uses_hi | two) & room),
             pops.eq(Mux(emit, pops_if, 0)),
         ]
-        # Output 0 with dst_off >= src_off has no lo word, and lanes [0, r) are not the
-        # row's, so entry 0 alone serves and stays as the next output's lo. Every later
-        # output retires its lo; a row's last output has a hi word only if the row has a
-        # source word after its lo, and retires it too.
-        left_now = Signal(index_bits)
-        m.d.comb += left_now.eq(Mux(first, head.tag.lout, out_left))
-        with m.If(emit):
-            with m.If(last):
-                m.d.sync += first.eq(1)
-            with m.Else():
-                m.d.sync += [
-                    first.eq(0),
-                    out_left.eq(left_now - 1),
-                    last.eq(next_last),
-                    next_last.eq(left_now == 2),
-                    uses_hi.eq(~next_last | head.tag.tail),
-                    pops_if.eq(1 + (next_last & head.tag.tail)),
-                ]
         next_count = Signal.like(count)
         # The queue is full next only if it is full now or one short with a word pushed
         # (a full queue takes none), and no entry leaves: no sum on the source's path.
@@ -412,32 +411,71 @@ class Aligner(wiring.Component):
             popped = (i - rd)[:len(rd)] < pops
             m.d.sync += live[i].eq((live[i] & ~popped) | (push & (wr == i)))
 
-        # The head row changes when its last word leaves: the next head row is that of
-        # the entry after it (the last word retires one or two entries) or, if there is
-        # none, of the next word to arrive. Where it comes from depends only on
-        # registers; `emit` only enables the load.
-        after = [mux_tree([ring[(i + n) % QUEUE_DEPTH].row for i in range(QUEUE_DEPTH)], rd)
-                 for n in (1, 2)]
-        head_next = Signal(row_layout)
-        m.d.comb += head_next.eq(Mux(~nonempty | (count == pops_if), incoming.row,
-                                     Mux(pops_if[1], after[1], after[0])))
+        # A row the source side loads enters the merge a cycle later, from a register
+        # (its first word reaches the queue two or more cycles after that). The rows
+        # between the source side and the merge are at most one per word in the rotator
+        # or the queue, the row the source side holds and the entering one, so the row
+        # queue never refuses one.
+        row_queue = m.submodules.row_queue = BypassQueue(width=row_layout.size,
+                                                         depth=stages + QUEUE_DEPTH + 3)
+        row_enters = Signal()
+        entering_tag = Signal(tag_layout)
+        m.d.sync += [row_enters.eq(queue_row & setup_valid), entering_tag.eq(setup.tag)]
+        entering = Signal(row_layout)
+        ones = Const((1 << width) - 1, width)
+        m.d.comb += [
+            entering.tag.eq(entering_tag),
+            entering.lo.eq(~(ones << entering_tag.r)),
+            entering.head.eq(ones << entering_tag.dst_off),
+            entering.tail.eq(ones >> ~entering_tag.end_off),
+        ]
+        next_head = row_layout(Mux(row_queue.r_rdy, row_queue.r_data, entering))
         # The head row's bits take the load decision from a cell of their own (a
-        # KeptLut), which the placer can put among them; the registers below, beside the
-        # decision's inputs, work it out again, so no path leaves for the head row and
-        # comes back.
-        load_head = m.submodules.load_head = KeptLut(4, truth_table(_loads_head, 4))
-        m.d.comb += load_head.a.eq(Cat(nonempty, push, emit, last))
+        # KeptLut) of registers, which the placer can put among them; the control
+        # registers work it out again beside its inputs.
+        load_head = m.submodules.load_head = KeptLut(4, truth_table(_loads_head_row, 4))
+        m.d.comb += load_head.a.eq(Cat(have_head, nonempty, room, ends_if))
         with m.If(load_head.z):
-            m.d.sync += head.eq(head_next)
-        with m.If(_loads_head(nonempty, push, emit, last)):
-            # Output 0 of the new head row is next: a row's outputs before its last leave
-            # at least their hi word in the queue, so `first` is high whenever it is empty.
+            m.d.sync += head.eq(next_head)
+        head_loads = _loads_head_row(have_head, nonempty, room, ends_if)
+        m.d.comb += [
+            row_queue.w_data.eq(entering),
+            row_queue.w_en.eq(row_enters & ~(head_loads & ~row_queue.r_rdy)),
+            row_queue.r_en.eq(head_loads),
+        ]
+
+        # The control registers' next values, so `ends_if` can be one of them.
+        last_next, uses_hi_next = Signal(), Signal()
+        m.d.comb += [last_next.eq(last), uses_hi_next.eq(uses_hi)]
+        # Output 0 with dst_off >= src_off has no lo word, and lanes [0, r) are not the
+        # row's, so entry 0 alone serves and stays as the next output's lo. Every later
+        # output retires its lo; a row's last output has a hi word only if the row has a
+        # source word after its lo, and retires it too.
+        # The head row's fields the control needs, in registers of their own beside it
+        # (the head row register's bits sit with the lanes they select).
+        head_lout = Signal.like(head.tag.lout)
+        head_tail = Signal()
+        left_now = Signal(index_bits)
+        m.d.comb += left_now.eq(Mux(first, head_lout, out_left))
+        with m.If(head_loads):
+            # Output 0 of the new head row is next.
+            m.d.sync += [head_lout.eq(next_head.tag.lout), head_tail.eq(next_head.tag.tail)]
+            m.d.sync += [have_head.eq(row_queue.r_rdy | row_enters), first.eq(1),
+                         next_last.eq(next_head.tag.pair),
+                         pops_if.eq(next_head.tag.pops0)]
+            m.d.comb += [last_next.eq(next_head.tag.single),
+                         uses_hi_next.eq(next_head.tag.uses0)]
+        with m.Elif(emit):
             m.d.sync += [
-                last.eq(head_next.tag.single),
-                next_last.eq(head_next.tag.pair),
-                uses_hi.eq(head_next.tag.uses0),
-                pops_if.eq(head_next.tag.pops0),
+                first.eq(0),
+                out_left.eq(left_now - 1),
+                next_last.eq(left_now == 2),
+                pops_if.eq(1 + (next_last & head_tail)),
             ]
+            m.d.comb += [last_next.eq(next_last),
+                         uses_hi_next.eq(~next_last | head_tail)]
+        m.d.sync += [last.eq(last_next), uses_hi.eq(uses_hi_next),
+                     ends_if.eq(last_next & (~uses_hi_next | (next_count >= 2)))]
 
         word = Signal(self.dst_layout)
         # Lane p comes from the oldest entry (lo) or the next (hi): one ring index per
@@ -446,7 +484,7 @@ class Aligner(wiring.Component):
         for p in range(width):
             index = Signal.like(rd, name=f"lane{p}_entry")
             m.d.comb += index.eq(rd + (uses_hi & ~head.lo[p]))
-            lanes.append(mux_tree([entry.data.word_select(p, 8) for entry in ring], index))
+            lanes.append(mux_tree([entry.word_select(p, 8) for entry in ring], index))
         m.d.comb += [
             word.data.eq(Cat(lanes)),
             word.strb.eq((head.head | ~first.replicate(width))
@@ -517,14 +555,10 @@ class Aligner(wiring.Component):
             "r": shift, "neg": 1, "dst_off": shift,
         })
         ends = Signal(ends_layout)
-        # Each end is one carry chain: the `- 1` goes into the narrow offset first.
-        src_off_m1 = Signal(signed(shift + 1))
-        dst_off_m1 = Signal(signed(shift + 1))
+        # Each end is a carry-save level and one carry chain.
         m.d.comb += [
-            src_off_m1.eq(row.src_off - 1),
-            dst_off_m1.eq(row.dst_off - 1),
-            ends.src_end.eq(row.length + src_off_m1),
-            ends.dst_end.eq(row.length + dst_off_m1),
+            ends.src_end.eq(sum_mod([row.length, row.src_off, -1], LEN_BITS + 1)),
+            ends.dst_end.eq(sum_mod([row.length, row.dst_off, -1], LEN_BITS + 1)),
             ends.r.eq(row.dst_off - row.src_off),
             ends.neg.eq(row.src_off > row.dst_off),
             ends.dst_off.eq(row.dst_off),

@@ -36,8 +36,7 @@ MUL_BITS = OPERAND_BITS     # one ECP5 MULT18X18D per partial product
 # FINAL_FANIN vectors (4 -> 3 -> 2, two levels ahead of the chain).
 CSA_LEVELS = 4
 FINAL_FANIN = 4
-PAD_VAL_BITS = next(r.width for r in PIPE_REGISTERS[OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].pipe]
-                    if r.name == "pad_val")
+PAD8_BITS = 64
 
 
 def has_loops(kind):
@@ -109,7 +108,8 @@ def spans_layout(kind):
 def checked_copy_layout(kind):
     """The checker's result, which is also the address generator's input.
 
-    `cache` is 0 for UB->UB (no such field), `pad_val` 0 except for MTE2; `index` is the
+    `cache` is 0 for UB->UB (no such field); `pad8` is MTE2's pad pattern, 8 bytes of which
+    byte i is byte (i mod es) of pad_val (layouts.RowJob), 0 for the others; `index` is the
     request's."""
     return data.StructLayout({
         "index": CMD_INDEX_BITS,
@@ -117,13 +117,14 @@ def checked_copy_layout(kind):
         "geom": geometry_layout(kind),
         "sid": SID_BITS,
         "cache": CACHE_BITS,
-        "pad_val": PAD_VAL_BITS,
+        "pad8": PAD8_BITS,
     })
 
 
-def _reg(m, value, name):
-    """A free-running pipeline register (one cycle)."""
-    reg = Signal(value.shape(), name=name)
+def _reg(m, value, name, init=0):
+    """A free-running pipeline register (one cycle). Copies that load the same value are
+    kept apart by different `init` values (see _load)."""
+    reg = Signal(value.shape(), name=name, init=init)
     m.d.sync += reg.eq(value)
     return reg
 
@@ -138,6 +139,11 @@ def _by_element_size(log2_es, value):
     """value(k) for the element size 2^k that `log2_es` holds: worked out for every size
     at once and picked after, so the size's register is not in front of that logic."""
     return Array(value(k) for k in range(1 << LOG2_ES_BITS))[log2_es]
+
+
+def _pad8(pad_val, es):
+    """8 pad bytes: byte i is byte (i mod es) of pad_val."""
+    return Cat(*[pad_val[:8 * es]] * (8 // es))
 
 
 def _align_up(value):
@@ -194,8 +200,9 @@ def _carry_save_sum(m, terms, cap, limit, name):
     """Sums ((value, flag), stage) terms: values below 2^cap (None: a flag alone), a flag
     says the true term is 2^cap or more, and a term joins at the stage its value is ready
     (and stays valid: the request is held). Carry-save levels reduce the vectors, up to
-    CSA_LEVELS per stage, until FINAL_FANIN are left (and no term is still to come); then
-    two vectors and their carry-propagate add make the final stage. The vectors are wide
+    CSA_LEVELS per stage, until FINAL_FANIN are left with the last terms to join (and no
+    term is still to come); then two vectors and their carry-propagate add make the final
+    stage. The vectors are wide
     enough for the exact sum of all the values (no carry is lost).
 
     Whether the true sum is beyond `limit` (below 2^cap) is registered beside it, from the
@@ -218,9 +225,17 @@ def _carry_save_sum(m, terms, cap, limit, name):
             total = _reg(m, sum(vectors[1:], vectors[0])[:cap], f"{name}_s{stage + 1}")
             beyond = _reg(m, Cat(*flags).any() | above, f"{name}_s{stage + 1}_beyond")
             return total, beyond, stage + 1
-        if len(vectors) > FINAL_FANIN:
+        # Values that join next, when they are the last, count against the final
+        # stage's fan-in: reduce to leave room for them.
+        joining_last = [value for (value, _), s in waiting
+                        if value is not None and s == stage + 1]
+        if all(s == stage + 1 for _, s in waiting):
+            target = max(FINAL_FANIN - len(joining_last), 2)
+        else:
+            target = FINAL_FANIN
+        if len(vectors) > target:
             for _ in range(CSA_LEVELS):
-                if len(vectors) > FINAL_FANIN:
+                if len(vectors) > target:
                     vectors = compress(vectors, width)
             vectors = [_reg(m, vector, f"{name}_s{stage + 1}_{k}")
                        for k, vector in enumerate(vectors)]
@@ -248,7 +263,7 @@ class CopyChecker(wiring.Component):
     request: `request_layout(kind)`: {fields: the op's struct (commands.op_layout),
     regs: the pipe's register snapshot, counts_less_one: its loop counts less one (both
     MTE2/MTE3 only)}.
-    result: `checked_copy_layout(kind)`: {error, geom, sid, cache, pad_val}; `error` is the
+    result: `checked_copy_layout(kind)`: {error, geom, sid, cache, pad8}; `error` is the
     first rule broken (model.rules.check_copy) or NONE, `geom` as model.rules.geometry
     plus es, select, empty (any count or len_burst 0), n_burst_many / loop1_count_many /
     loop2_count_many (that count > 1) and src_end / dst_end (one past the last byte of each
@@ -258,7 +273,8 @@ class CopyChecker(wiring.Component):
     (error NONE, not empty), so a consumer can register its decision to start the copy
     and start it as the result arrives (`result.payload` still holds the previous
     result on that cycle). upcoming: the spans of the copy being evaluated (`geom`'s
-    src, src_end, dst, dst_end), valid with `passing`. busy: a register, high from the
+    src, src_end, dst, dst_end), valid with `passing`. busy_next: the value `busy` takes
+    on the next edge. busy: a register, high from the
     edge that accepts a request until the edge that takes its result.
 
     Evaluation and result overlap: the request is held in a register and a free-running
@@ -304,6 +320,7 @@ class CopyChecker(wiring.Component):
             "result": Out(stream.Signature(checked_copy_layout(kind))),
             "passing": Out(1),
             "busy": Out(1),
+            "busy_next": Out(1),
             "upcoming": Out(spans_layout(kind)),
         })
 
@@ -322,9 +339,9 @@ class CopyChecker(wiring.Component):
         log2_es, supported = self._element_size(m, incoming.fields.dtype)
         derived = self._first_stage(m, capture, incoming, log2_es, supported)
         if self.kind == Opcode.COPY_GM_TO_UBUF:
-            derived.update(self._row_extent(m, capture, incoming, log2_es))
+            derived.update(self._row_extent(m, held, derived["log2_es"]))
         geom = self._geometry(held, derived)
-        ends = self._range_ends(m, capture, incoming, geom)
+        ends = self._range_ends(m, capture, incoming, geom, derived.get("row_bytes_sum"))
         geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
         flags = self._rules(m, held, derived, geom, ends)
         next_error = self._priority(m, flags)
@@ -339,7 +356,8 @@ class CopyChecker(wiring.Component):
         if "l2_cache_ctl" in fields.shape().members:
             loaded["cache"] = fields.l2_cache_ctl
         if "regs" in held.shape().members and "pad_val" in held.regs.shape().members:
-            loaded["pad_val"] = held.regs.pad_val
+            loaded["pad8"] = _by_element_size(derived["log2_es"],
+                                              lambda k: _pad8(held.regs.pad_val, 1 << k))
         m.d.comb += [self.upcoming[name].eq(geom[name]) for name in SPAN_FIELDS]
         with m.If(load):
             m.d.sync += [out.geom[name].eq(value) for name, value in geom.items()]
@@ -384,9 +402,10 @@ class CopyChecker(wiring.Component):
             age.eq(Mux(accept, 1, age_kept)),
             self.result.valid.eq(valid_next),
             ready.eq(Mux(accept, ready_at(Const(1, len(age))), ready_at(age_kept))),
-            self.busy.eq(accept | (age_kept != 0) | valid_next),
+            self.busy.eq(self.busy_next),
         ]
-        m.d.comb += self.request.ready.eq(ready)
+        m.d.comb += [self.request.ready.eq(ready),
+                     self.busy_next.eq(accept | (age_kept != 0) | valid_next)]
         return load
 
     def _element_size(self, m, dtype):
@@ -450,22 +469,24 @@ class CopyChecker(wiring.Component):
             select = fields.data_select_bit
             geom.update(select=select,
                         left_bytes=Mux(select, fields.left_padding << derived["log2_es"], 0),
-                        row_bytes=Mux(select, derived["extent"], fields.len_burst))
+                        row_bytes=derived["row_bytes"])
         else:
             geom.update(row_bytes=fields.len_burst)
         return geom
 
     @staticmethod
-    def _row_extent(m, capture, incoming, log2_es):
+    def _row_extent(m, held, log2_es):
         """MTE2 UB row: footprint L*es + len + R*es, and it and dst_stride aligned up to a
-        line (stage 1, from the incoming request and its element size); extent
-        E = align_up(max(dst_stride, footprint), 32), the larger aligned value (stage 2, so
-        it joins the destination end's sum with the partial products)."""
-        fields = incoming.fields
+        line (stage 2, from the held request and its element size, so no route from the
+        pipe's command queue is in front of their carry chains); extent
+        E = align_up(max(dst_stride, footprint), 32), the larger aligned value, and the row's
+        UB bytes (E with data_select, else len_burst; stage 3, where they join the
+        destination end's sum)."""
+        fields = held.fields
         # The footprint, and it aligned up, each as a carry-save level in front of one
         # carry chain, worked out for every element size at once and picked by it after
-        # the chains, so the dtype's decode and the pads' shift are not in front of them.
-        # It is below 2^22: len < 2^21, and each pad at most 255 * 8 bytes.
+        # the chains, so the pads' shift is not in front of them. It is below 2^22:
+        # len < 2^21, and each pad at most 255 * 8 bytes.
         bits = LEN_BITS + 1
 
         def footprint_plus(extra):
@@ -474,25 +495,34 @@ class CopyChecker(wiring.Component):
                  *extra], bits))
 
         footprint = footprint_plus([])
-        row = _load(m, capture, footprint_plus([UB_LINE - 1])[LINE_SHIFT:] << LINE_SHIFT,
-                    "footprint_aligned")
-        stride = _load(m, capture, _align_up(fields.dst_stride), "dst_stride_aligned")
-        extent = _reg(m, Mux(row > stride, row, stride), "extent")
-        return {"footprint": _load(m, capture, footprint, "footprint"),
-                "extent": extent[:EXTENT_BITS]}
+        row = _reg(m, footprint_plus([UB_LINE - 1])[LINE_SHIFT:] << LINE_SHIFT,
+                   "footprint_aligned")
+        stride = _reg(m, _align_up(fields.dst_stride), "dst_stride_aligned")
+        extent = Mux(row > stride, row, stride)[:EXTENT_BITS]
+        # The row's UB bytes, E with data_select, else the data alone: registers, so the
+        # destination end's sum takes them with no select in front, from a copy of its own
+        # (the other goes to the result, which is read far from the sum).
+        row_bytes = Mux(fields.data_select_bit, extent, fields.len_burst)
+        return {"footprint": _reg(m, footprint, "footprint"),
+                "row_bytes": _reg(m, row_bytes, "row_bytes"),
+                "row_bytes_sum": _reg(m, row_bytes, "row_bytes_sum", init=1)}
 
-    def _range_ends(self, m, capture, incoming, geom):
+    def _range_ends(self, m, capture, incoming, geom, dst_row=None):
         """One past the last source and destination byte, as (value, beyond, stage): base +
         the offsets of the last row on each loop level + the row's bytes, kept to the
         width of the result's src_end / dst_end, and whether it is past the end of its
-        memory (GM or the UB)."""
+        memory (GM or the UB). `dst_row`, if given, is the destination row's bytes in a
+        register of the sum's own (else geom's row_bytes)."""
         layout = geometry_layout(self.kind)
         ends = {}
         copies = itertools.count()
         for side in ("src", "dst"):
-            row = geom["len_burst"] if side == "src" else geom["row_bytes"]
-            # E (MTE2 destination rows with data_select) is ready at stage 2.
-            row_stage = 2 if self.kind == Opcode.COPY_GM_TO_UBUF and side == "dst" else 1
+            if side == "src":
+                row = geom["len_burst"]
+            else:
+                row = geom["row_bytes"] if dst_row is None else dst_row
+            # E (MTE2 destination rows with data_select) is ready at stage 3.
+            row_stage = 3 if self.kind == Opcode.COPY_GM_TO_UBUF and side == "dst" else 1
             cap = Shape.cast(layout.members[f"{side}_end"]).width
             terms = [(_capped(geom[side], cap), 1), (_capped(row, cap), row_stage)]
             for level, count_m1, stride, weight in self._level_offsets(incoming, side):
@@ -585,7 +615,9 @@ class CopyChecker(wiring.Component):
         flags[ErrorCode.UB_MISALIGNED] = (_reg(m, misaligned, "misaligned"), 2)
         overlap = many["row"] & ((geom[f"{gm}_stride"] < fields.len_burst)
                                  | (geom[f"{ub}_stride"] < ub_row))
-        flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), 2)
+        # MTE2's footprint is ready at stage 2.
+        overlap_stage = 3 if self.kind == Opcode.COPY_GM_TO_UBUF else 2
+        flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), overlap_stage)
 
         nonempty = ~derived["empty"]
         flags[ErrorCode.UB_RANGE] = (nonempty & ends[ub][1], end_stage)

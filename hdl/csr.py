@@ -1,12 +1,14 @@
 """The CSR front end: an AXI4-Lite slave through which a CPU drives the engine.
 
 The registers are those of `hdl.regmap`. One write and one read are handled at a time; a
-read takes 3 + TEST_READ_LATENCY cycles (address, the UB request, the UB's head and read,
-the UB word's lane into a register, then data) so that UB_DATA can read the UB's
-synchronous port like any other register and the lane select ends in a register before
-the read mux. The other registers use those cycles for a first registered level of the
-read mux, per group (the front end's own, each pipe's status). A write to CMD waits
-(AWREADY/WREADY low) while the command FIFO is full, so no command word is ever lost.
+read takes 4 + TEST_READ_LATENCY cycles (address, the UB request, the UB's head and read,
+the UB word into a landing register, its lane into a register, then data) so that
+UB_DATA can read the UB's synchronous port like any other register: the route from the
+UB's block RAMs, which lie all over the device, ends at the landing register with no
+logic on it, and the lane select ends in a register before the read mux. The other
+registers use those cycles for a first registered level of the read mux, per group (the
+front end's own, each pipe's status). A write to CMD waits (AWREADY/WREADY low) while the
+command FIFO is full, so no command word is ever lost.
 
 What reaches the engine is registered: the UB window's requests (`ub` is driven from
 registers, a cycle after the AXI handshake), `clear_errors`, and the done / error terms
@@ -190,8 +192,9 @@ class CsrFrontEnd(wiring.Component):
         rvalid = Signal()
         rdata = Signal(DATA_BITS)
         requested = Signal()                     # address taken, the UB reads next cycle
-        # `requested` delayed by the UB's read latency: the word is on ub.rdata.
-        in_ub = [Signal(name=f"ub_read{k}") for k in range(TEST_READ_LATENCY)]
+        # `requested` delayed by the UB's read latency and a cycle more: the word is in
+        # `ub_word`.
+        in_ub = [Signal(name=f"ub_read{k}") for k in range(TEST_READ_LATENCY + 1)]
         pending = in_ub[-1]
         selected = Signal()                      # the word's lane is in ub_lane_data
         pending_offset = Signal(regmap.ADDR_BITS)
@@ -202,14 +205,20 @@ class CsrFrontEnd(wiring.Component):
             m.d.sync += rvalid.eq(0)
 
         # A read waits for a cycle without a write, so the two never share the UB window
-        # (both requests are registered alike, so they stay a cycle apart).
+        # (both requests are registered alike, so they stay a cycle apart). One read at a
+        # time: `busy` is a register, high from the edge that accepts a read until the
+        # edge that ends its data transfer.
         accepted = Signal()
-        busy = Cat(rvalid, requested, *in_ub, selected).any()
+        busy = Signal()
         m.d.comb += [accepted.eq(axil.arvalid & ~busy & ~write_accepted),
                      axil.arready.eq(accepted)]
         ub_data = regmap.BY_NAME["UB_DATA"].offset
         m.d.sync += [requested.eq(accepted), selected.eq(pending)]
         m.d.sync += [stage.eq(before) for before, stage in zip([requested, *in_ub], in_ub)]
+        with m.If(accepted):
+            m.d.sync += busy.eq(1)
+        with m.Elif(rvalid & axil.rready):
+            m.d.sync += busy.eq(0)
         with m.If(accepted):
             offset = axil.araddr & ~3
             m.d.sync += [pending_offset.eq(offset),
@@ -218,9 +227,12 @@ class CsrFrontEnd(wiring.Component):
                 m.d.sync += [self.ub.addr.eq(self._ub_word(ub_addr)), self.ub.re.eq(1),
                              ub_addr.eq(ub_addr + 4)]
 
-        # Only the 32-bit lane is registered, so the lane select ends here, not in the
-        # read mux below. Meaningful only the cycle after `pending`, so it needs no enable.
-        m.d.sync += ub_lane_data.eq(self.ub.rdata.word_select(pending_lane, DATA_BITS))
+        # The UB's word lands in a register of its own, loaded on every cycle; then only
+        # its 32-bit lane is registered, so the lane select ends there, not in the read
+        # mux below. Meaningful only the cycle after `pending`, so they need no enable.
+        ub_word = Signal.like(self.ub.rdata, name="ub_word")
+        m.d.sync += [ub_word.eq(self.ub.rdata),
+                     ub_lane_data.eq(ub_word.word_select(pending_lane, DATA_BITS))]
 
         # The read mux in two registered levels, as every read waits for the UB's latency
         # anyway: each group's value at `pending_offset` (0 if it is not in the group),

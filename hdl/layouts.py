@@ -18,9 +18,12 @@ CACHE_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("l2_cache_ctl").width
 PAGE_BYTES = 4096                    # AXI: no burst crosses a 4 KiB boundary
 MAX_BEATS = 256                      # AXI4: the longest INCR burst
 CMD_INDEX_BITS = 24                  # position of a command in the stream since reset
+IN_FLIGHT_DEPTH = 16                 # copies of a pipe whose rows are issued but whose
+                                     # Completion has not come (the pipe holds to it)
 COPY_SEQ_BITS = 8                    # numbers a pipe's non-empty copies, modulo 256: more
                                      # than a pipe ever has between its address generator
-                                     # and its bus responses (pipe.IN_FLIGHT_DEPTH)
+                                     # and its bus responses (IN_FLIGHT_DEPTH)
+assert IN_FLIGHT_DEPTH < 2 ** COPY_SEQ_BITS     # abort requests name copies unambiguously
 
 
 class FirstSplit(data.Struct):
@@ -45,6 +48,9 @@ class RowJob(data.Struct):
     `pad8` is the pad pattern for 8 bytes of UB starting at an 8-byte-aligned address:
     byte i is byte (i mod es) of pad_val, so replicating it fills any aligned word.
     `split`: where the first burst of the GM row at `gm_addr` ends (MTE2 and MTE3).
+    `ub_words_m1`: the W-byte words the UB row at `ub_addr` of `length` bytes touches,
+    less one (ub_words_m1_bits); the address generator works it out into its output
+    register, so the UB reader's row needs no carry chain.
     `new_sid`: the row is its copy's first and its sid differs from the row before it
     (from the sid of the pipe's previous non-empty copy; 0 after reset), so the GM side
     fences its bursts on a flag rather than a compare.
@@ -60,6 +66,7 @@ class RowJob(data.Struct):
     cache: CACHE_BITS
     last: 1             # last row of its command
     split: FirstSplit
+    ub_words_m1: UB_ADDR_BITS
     new_sid: 1
 
 

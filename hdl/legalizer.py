@@ -110,6 +110,13 @@ class Burst(data.Struct):
     cache: CACHE_BITS
 
 
+class IssuedBurst(data.Struct):
+    """What the owner of an issued burst needs of it when its data or response comes."""
+    addr: GM_ADDR_BITS
+    last_of_row: 1
+    last: 1
+
+
 class BurstSplitter(wiring.Component):
     """Splits each row at every multiple of `split_grid(W)` bytes.
 
@@ -208,8 +215,9 @@ class BurstIssuer(wiring.Component):
       bursts  In  stream of Burst
       a       Out AXI4AddressSignature(40, id_width): AxID = sid, AxCACHE = cache,
               AxADDR = addr aligned down to W, AxLEN = beats - 1, AxSIZE = log2 W, INCR
-      resp    Out stream of Burst: the oldest unfinished burst; the owner takes it (ready)
-              when the burst's last R beat or its B response is accepted
+      resp    Out stream of IssuedBurst: the oldest unfinished burst, from registers; the
+              owner takes it (ready) when the burst's last R beat or its B response is
+              accepted
 
     At most `max_outstanding` bursts are unfinished, counted from the moment a burst is
     taken, so at most that many are on the bus. Bursts of one ID complete in order; a burst
@@ -233,15 +241,22 @@ class BurstIssuer(wiring.Component):
         super().__init__({
             "bursts": In(stream.Signature(Burst)),
             "a": Out(AXI4AddressSignature(GM_ADDR_BITS, id_width)),
-            "resp": Out(stream.Signature(Burst)),
+            "resp": Out(stream.Signature(IssuedBurst)),
         })
+
+    @staticmethod
+    def _issued(m, burst):
+        """The IssuedBurst of a Burst."""
+        issued = Signal(IssuedBurst)
+        m.d.comb += [issued[name].eq(burst[name]) for name in ("addr", "last_of_row", "last")]
+        return issued
 
     def elaborate(self, platform):
         m = Module()
         depth = self._depth
         shift = self._shift
 
-        queue = m.submodules.queue = Memory(shape=Burst, depth=depth, init=[])
+        queue = m.submodules.queue = Memory(shape=IssuedBurst, depth=depth, init=[])
         push = queue.write_port()
         taken_ptr = Signal(range(depth))
         unfinished = Signal(range(depth + 1))
@@ -261,6 +276,7 @@ class BurstIssuer(wiring.Component):
         b = self.bursts
         take = Signal()
         pop = self.resp.valid & self.resp.ready
+        taken = self._issued(m, b.payload)
         any_unfinished = Signal()
         below_limit = Signal(init=1)
         any_next, below_next = Signal(), Signal()
@@ -283,7 +299,7 @@ class BurstIssuer(wiring.Component):
             a_in.len.eq(b.payload.axlen),
             a_in.cache.eq(b.payload.cache),
             push.addr.eq(taken_ptr),
-            push.data.eq(b.payload),
+            push.data.eq(taken),
             push.en.eq(take),
         ]
         with m.If(take):
@@ -301,17 +317,28 @@ class BurstIssuer(wiring.Component):
             a_fifo.r_en.eq(a.ready),
         ]
 
-        # The oldest unfinished burst, from its own pointer.
+        # The oldest unfinished burst, in a register: it loads the entry its pointer will
+        # point at after this edge, or the burst taken now if no other will be left, so
+        # the owner's decisions on a response start at flip-flops, not at a LUT RAM read.
         resp = self.resp
         read = queue.read_port(domain="comb")
         resp_ptr = Signal(range(depth))
+        ptr_next = Signal.like(resp_ptr)
+        only_one = Signal()                     # unfinished == 1
         m.d.comb += [
-            read.addr.eq(resp_ptr),
-            resp.payload.eq(read.data),
+            ptr_next.eq(Mux(pop, wrap_incr(resp_ptr, depth), resp_ptr)),
+            read.addr.eq(ptr_next),
             resp.valid.eq(any_unfinished),
         ]
-        with m.If(pop):
-            m.d.sync += resp_ptr.eq(wrap_incr(resp_ptr, depth))
+        none_left = ~any_unfinished | (pop & only_one)
+        m.d.sync += [
+            resp_ptr.eq(ptr_next),
+            resp.payload.eq(Mux(none_left, taken, read.data)),
+        ]
+        with m.If(take & ~pop):
+            m.d.sync += only_one.eq(~any_unfinished)
+        with m.Elif(pop & ~take):
+            m.d.sync += only_one.eq(unfinished == 2)
         # The count +- 1 from the register alone, picked by the handshakes: no carry
         # chain after them.
         with m.If(take & ~pop):

@@ -14,19 +14,19 @@ from .ub_reader import walk_row_words
 
 
 class LineRow(data.Struct):
-    """A row to write: UB words `first` .. `last` (word numbers, first <= last);
+    """A row to write: UB words `first` .. `first` + `words_m1` (word numbers);
     `cmd_last`: the last row of its command."""
     first: UB_ADDR_BITS
-    last: UB_ADDR_BITS
+    words_m1: UB_ADDR_BITS
     cmd_last: 1
 
 
 class LineWriter(wiring.Component):
-    """Writes each row's words to UB words `first` .. `last`, whole.
+    """Writes each row's words to UB words `first` .. `first` + `words_m1`, whole.
 
     Ports:
       rows  In  stream of LineRow
-      data  In  stream of W-byte words: per row, last - first + 1 of them
+      data  In  stream of W-byte words: per row, words_m1 + 1 of them
       ub    Out stream of ub_write_layout(W), from registers
 
     A UB->UB copy's rows start on a UB line (32 bytes) on both sides and are whole lines

@@ -1,7 +1,7 @@
 """The MTE2 datapath: GM -> UB, with padding."""
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS, ErrorCode
@@ -10,7 +10,8 @@ from .aligner import Aligner
 from .axi import AXI4ReadSignature
 from .axi_reader import AxiReader
 from .completions import WriteCompletions
-from .layouts import COPY_SEQ_BITS, AbortSignature, Completion, RowJob, UbWriteSignature
+from .layouts import (COPY_SEQ_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion, RowJob,
+                      UbWriteSignature)
 from .legalizer import GmRow, gm_row_of
 from .pad import PadInserter, PadRow
 from .queue import BypassQueue
@@ -18,7 +19,9 @@ from .rowfork import RowFork
 
 ROW_QUEUE = 4       # rows the AXI reader may be handed ahead of the data
 DATA_SLACK = 8      # rows past the bus: in the reader's word queue, aligner and pad stage
-RESULT_QUEUE = 8    # commands whose last beat was read but whose last word is not yet written
+# Commands whose last beat was read but whose last word is not yet written: at most the
+# copies in flight, so the queue (which takes depth - 1) always has room.
+RESULT_QUEUE = IN_FLIGHT_DEPTH + 1
 
 
 def pad_row(row):
@@ -38,6 +41,10 @@ class Mte2Datapath(wiring.Component):
             row is written to UB; BUS_ERROR with the err_addr of the command's first
             failing beat, if any
       abort Out AbortSignature: a failing beat cuts its copy short
+
+    At most layouts.IN_FLIGHT_DEPTH copies are between `rows` and `done` (the pipe
+    controller holds to it), so a command's result always has room in its queue and no
+    read word waits on that queue.
 
     A row's data lands at UB byte ub_addr + left, so the aligner moves it from byte
     gm_addr % W of the read words to byte (ub_addr + left) % W. A failing burst's words
@@ -104,32 +111,43 @@ class Mte2Datapath(wiring.Component):
     def _bus_errors(self, m, beats, src):
         """Passes the read words to the aligner and records, per command, the address of
         its first failing beat; a failing beat asks to abort its command. Returns the
-        stream of per-command results."""
+        stream of per-command results.
+
+        What is recorded of a beat is registered first: the bookkeeping and the results
+        queue sit apart from the reader, and a command's result is needed only when its
+        last word is written to UB, cycles after its last beat."""
         queue = m.submodules.results = BypassQueue(
             width=Completion.as_shape().size, depth=RESULT_QUEUE)
         beat = beats.payload
-        failed = Signal()
-        failed_addr = Signal(GM_ADDR_BITS)
-        passed = beats.valid & beats.ready
-        result = Completion(queue.w_data)
         m.d.comb += [
             src.payload.data.eq(beat.data),
-            src.valid.eq(beats.valid & queue.w_rdy),
-            beats.ready.eq(src.ready & queue.w_rdy),
-            queue.w_en.eq(passed & beat.cmd_last),
+            src.valid.eq(beats.valid),
+            beats.ready.eq(src.ready),
         ]
+        passed = Signal()
+        landed = Signal(data.StructLayout({"cmd_last": 1, "error": 1,
+                                           "err_addr": GM_ADDR_BITS}))
+        m.d.sync += [passed.eq(beats.valid & beats.ready),
+                     landed.cmd_last.eq(beat.cmd_last), landed.error.eq(beat.error),
+                     landed.err_addr.eq(beat.err_addr)]
+
+        failed = Signal()
+        failed_addr = Signal(GM_ADDR_BITS)
+        result = Completion(queue.w_data)
+        m.d.comb += queue.w_en.eq(passed & landed.cmd_last)
         with m.If(failed):
             m.d.comb += [result.error.eq(ErrorCode.BUS_ERROR), result.address.eq(failed_addr)]
-        with m.Elif(beat.error):
-            m.d.comb += [result.error.eq(ErrorCode.BUS_ERROR), result.address.eq(beat.err_addr)]
+        with m.Elif(landed.error):
+            m.d.comb += [result.error.eq(ErrorCode.BUS_ERROR),
+                         result.address.eq(landed.err_addr)]
 
         command = Signal(COPY_SEQ_BITS)          # the number of the command being read
-        m.d.sync += [self.abort.valid.eq(passed & beat.error), self.abort.copy.eq(command)]
+        m.d.sync += [self.abort.valid.eq(passed & landed.error), self.abort.copy.eq(command)]
         with m.If(passed):
-            with m.If(beat.cmd_last):
+            with m.If(landed.cmd_last):
                 m.d.sync += [failed.eq(0), command.eq(command + 1)]
-            with m.Elif(beat.error & ~failed):
-                m.d.sync += [failed.eq(1), failed_addr.eq(beat.err_addr)]
+            with m.Elif(landed.error & ~failed):
+                m.d.sync += [failed.eq(1), failed_addr.eq(landed.err_addr)]
 
         results = stream.Signature(Completion).create()
         m.d.comb += [

@@ -107,8 +107,16 @@ class PadInserter(wiring.Component):
         next_row, pad8_next_row, masks_next_row, setup_take, setup_skid_take = next_rows
         setup_valid, setup = self._setup(m, index_bits, setup_take, setup_skid_take)
         ones = Const((1 << width) - 1, width)
-        data_on_at = Signal(index_bits + 1)     # rest of the word before the first data word
-        data_off_at = Signal(index_bits)        # rest of the last data word
+        # `rest` of the word before the first data word, and of the last data word, each
+        # plus one: the word after this one is the first data word, or this one is the
+        # last, when `rest` is one less. Whether it is, and whether this word is the
+        # row's last but one, are registers worked out a word ahead, so what the next
+        # word is takes no compare.
+        data_on_p1 = Signal(index_bits + 1)
+        data_off_p1 = Signal(index_bits + 1)
+        rest_on = Signal()                      # rest == data_on_p1 - 1
+        rest_off = Signal()                     # rest == data_off_p1 - 1
+        rest_one = Signal()                     # rest == 1
         head_mask = Signal(width)               # first word: bytes [head, W)
         tail_mask = Signal(width)               # last word: bytes [0, row_end mod W]
         pad8 = Signal(8 * PAD8_BYTES)
@@ -125,15 +133,17 @@ class PadInserter(wiring.Component):
         have_row, in_data, end, go = self._row_load_decisions(
             m, next_rows, room, self.data.valid,
             loaded=(setup_valid, setup.first_in_data, setup.words_m1 == 0),
-            stepped=lambda in_data: (Mux(in_data, rest != data_off_at, rest == data_on_at),
-                                     rest == 1))
+            stepped=lambda in_data: (Mux(in_data, ~rest_off, rest_on), rest_one))
         m.d.comb += self.data.ready.eq(have_row & in_data & room)
         with m.If(next_row):
             m.d.sync += [
                 addr.eq(setup.addr),
                 rest.eq(setup.words_m1),
-                data_on_at.eq(setup.data_on_at),
-                data_off_at.eq(setup.data_off_at),
+                data_on_p1.eq(setup.data_on_p1),
+                data_off_p1.eq(setup.data_off_p1),
+                rest_on.eq(setup.rest_on),
+                rest_off.eq(setup.rest_off),
+                rest_one.eq(setup.words_m1 == 1),
                 cmd_last.eq(setup.last),
                 at_start.eq(1),
             ]
@@ -141,6 +151,9 @@ class PadInserter(wiring.Component):
             m.d.sync += [
                 addr.eq(addr + 1),
                 rest.eq(rest - 1),
+                rest_on.eq(rest == data_on_p1),
+                rest_off.eq(rest == data_off_p1),
+                rest_one.eq(rest == 2),
                 at_start.eq(0),
             ]
         with m.If(pad8_next_row):
@@ -258,8 +271,10 @@ class PadInserter(wiring.Component):
         setup = Signal(data.StructLayout({
             "addr": ub_word_bits(width),
             "words_m1": index_bits,             # the row's UB words - 1
-            "data_on_at": index_bits + 1,
-            "data_off_at": index_bits,
+            "data_on_p1": index_bits + 1,       # data_on_at + 1
+            "data_off_p1": index_bits + 1,      # data_off_at + 1
+            "rest_on": 1,                       # words_m1 == data_on_at
+            "rest_off": 1,                      # words_m1 == data_off_at
             "head": shift,                      # first byte of the first word
             "end_off": shift,                   # last byte of the last word
             "first_in_data": 1,                 # the first word holds data
@@ -270,8 +285,11 @@ class PadInserter(wiring.Component):
         m.d.comb += [
             setup.addr.eq(spots.addr),
             setup.words_m1.eq(words_m1),
-            setup.data_on_at.eq(words_m1 - spots.first_m1),
-            setup.data_off_at.eq(words_m1 - spots.data_end[shift:]),
+            setup.data_on_p1.eq(sum_mod([words_m1, -spots.first_m1, 1], index_bits + 1)),
+            setup.data_off_p1.eq(sum_mod([words_m1, -spots.data_end[shift:], 1],
+                                         index_bits + 1)),
+            setup.rest_on.eq(spots.first_m1 == 0),
+            setup.rest_off.eq(spots.data_end[shift:] == 0),
             setup.head.eq(spots.head),
             setup.end_off.eq(spots.row_end[:shift]),
             setup.first_in_data.eq(spots.first_zero),

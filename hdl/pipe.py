@@ -11,7 +11,7 @@ from .checker import SPAN_FIELDS, CopyChecker
 from .commands import CommandKind, PipeCommand, op_fields
 from .flags import FlagSetSignature, FlagWaitSignature
 from .kept_lut import KeptLut, truth_table
-from .layouts import CMD_INDEX_BITS, COPY_SEQ_BITS, AbortSignature, Completion, RowJob
+from .layouts import CMD_INDEX_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion, RowJob
 from .queue import BypassQueue
 from .regfile import PipeRegisters
 
@@ -21,8 +21,6 @@ COPY_KIND = {
     Pipe.V: Opcode.COPY_UBUF_TO_UBUF,
 }
 COMPLETED_BITS = 32
-IN_FLIGHT_DEPTH = 16     # copies whose rows are issued but whose Completion has not come
-assert IN_FLIGHT_DEPTH < 2 ** COPY_SEQ_BITS     # abort requests name copies unambiguously
 
 
 class StatusSignature(wiring.Signature):
@@ -121,9 +119,14 @@ class PipeController(wiring.Component):
 
         entry = self.cmd.payload.entry
         start = Signal()             # a checked copy goes to the address generator
-        in_flight, drained, room = self._track_in_flight(m, start,
-                                                         checker.result.payload.index)
-        idle = drained & ~checker.busy       # no copy in the checker or in flight
+        landed = self._land_completions(m)
+        in_flight, drained, drained_next, room = self._track_in_flight(m, start,
+                                                         checker.result.payload.index,
+                                                         landed.valid)
+        # No copy in the checker or in flight: a register, worked out from the next
+        # values of the two, so the command handshake is a choice among registers.
+        idle = Signal(init=1)
+        m.d.sync += idle.eq(drained_next & ~checker.busy_next)
         finished = Signal()          # a command other than a copy ends this cycle
         regfile = self._registers(m, entry)
         m.d.comb += checker.request.payload.fields.eq(op_fields(entry.cmd, self.kind))
@@ -134,24 +137,28 @@ class PipeController(wiring.Component):
         self._fetch(m, entry.cmd, regfile, idle, checker, finished)
         copy_end, rule_error = self._start_copies(m, checker, addrgen, start, drained, room)
 
-        pending = self._status(m, in_flight, finished, copy_end, rule_error,
+        pending = self._status(m, in_flight, landed, finished, copy_end, rule_error,
                                checker.result.payload.error, checker.result.payload.index)
         m.d.comb += self.status.busy.eq(self.cmd.valid | ~idle | pending)
         return m
 
-    def _track_in_flight(self, m, start, index):
+    def _track_in_flight(self, m, start, index, landed):
         """The copies in flight: the in-flight queue of their indices, and as registers
         `drained` (none in flight) and `room` (another may start).
 
         A started copy's index is written to the queue a cycle after its start, from
         registers, so `start`, which waits on the address generator taking the copy,
         reaches none of the queue's logic. Its Completion comes many cycles after the
-        start (its rows cross the datapath first), when the index is at the queue's head.
-        `drained` and `room` come from a count of the copies started and not completed,
-        stepped by `start` and the Completions and compared alone. The count is at most
-        IN_FLIGHT_DEPTH, and the queue, whose entries it bounds, holds one more (a
-        BypassQueue refuses a write once depth - 1 are held), so it always has room.
-        Returns (queue, drained, room)."""
+        start (its rows cross the datapath first), when the index is at the queue's head,
+        and the index leaves the queue a cycle after it (`landed`), so the Completion,
+        which may come straight from a bus response, reaches none of the queue's logic
+        either. `drained` and `room` come from a count of the copies started and not
+        completed, stepped by `start` and the Completions and compared alone. The count
+        is at most IN_FLIGHT_DEPTH, and it bounds the queue's entries: a copy started
+        after a Completion, which the count allows from the next cycle, writes its index
+        a cycle after the landed index has left. The queue holds one more (a BypassQueue
+        refuses a write once depth - 1 are held), so it always has room. Returns (queue,
+        drained, the value drained takes on the next edge, room)."""
         in_flight = m.submodules.in_flight = BypassQueue(
             width=CMD_INDEX_BITS, depth=IN_FLIGHT_DEPTH + 1)
         arrived = self.done.valid
@@ -159,16 +166,21 @@ class PipeController(wiring.Component):
         started_index = Signal(CMD_INDEX_BITS)
         m.d.sync += [started.eq(start), started_index.eq(index)]
         m.d.comb += [in_flight.w_en.eq(started), in_flight.w_data.eq(started_index),
-                     in_flight.r_en.eq(arrived)]
+                     in_flight.r_en.eq(landed)]
         limit = IN_FLIGHT_DEPTH
         count = Signal(range(limit + 1))
         drained = Signal(init=1)
+        drained_next = Signal()
         room = Signal(init=1)
+        m.d.comb += drained_next.eq(drained)
         with m.If(start & ~arrived):
-            m.d.sync += [count.eq(count + 1), drained.eq(0), room.eq(count != limit - 1)]
+            m.d.sync += [count.eq(count + 1), room.eq(count != limit - 1)]
+            m.d.comb += drained_next.eq(0)
         with m.Elif(arrived & ~start):
-            m.d.sync += [count.eq(count - 1), drained.eq(count == 1), room.eq(1)]
-        return in_flight, drained, room
+            m.d.sync += [count.eq(count - 1), room.eq(1)]
+            m.d.comb += drained_next.eq(count == 1)
+        m.d.sync += drained.eq(drained_next)
+        return in_flight, drained, drained_next, room
 
     def _start_copies(self, m, checker, addrgen, start, drained, room):
         """The checker's results, in order: a copy that passed goes to the address
@@ -267,11 +279,24 @@ class PipeController(wiring.Component):
             ]
         return ~drained & (spans.src < hi) & (lo < spans.src_end)
 
-    def _status(self, m, in_flight, finished, copy_end, rule_error, rule_code, rule_index):
+    def _land_completions(self, m):
+        """The datapath's Completions, registered: a copy's index leaves the in-flight
+        queue, and a bus error is recorded, a cycle after its Completion is offered. A
+        Completion may come straight from a bus response, from a block placed far from
+        the pipe, so only the completed count (through a choice between two sums worked
+        out from registers) and the in-flight count wait on it in its cycle. Returns a
+        stream view of the landed Completion (valid for one cycle)."""
+        landed = stream.Signature(Completion).create(path=("landed",))
+        m.d.sync += [landed.valid.eq(self.done.valid), landed.payload.eq(self.done.payload)]
+        return landed
+
+    def _status(self, m, in_flight, landed, finished, copy_end, rule_error, rule_code,
+                rule_index):
         """Completions from the datapath and the commands that end here: the completed
-        count and the first error. A Completion counts on the cycle it is offered; a
-        command's end is registered first. Returns 1 while an end waits to be counted."""
-        status, done = self.status, self.done.payload
+        count and the first error. A Completion counts on the cycle it is offered and its
+        bus error is recorded a cycle later (`landed`); a command's end is registered
+        first. Returns 1 while an end or a bus error waits to be recorded."""
+        status = self.status
         m.d.comb += self.done.ready.eq(1)
         ended_command = Signal()
         ended_copy = Signal()
@@ -280,20 +305,28 @@ class PipeController(wiring.Component):
         index = Signal(CMD_INDEX_BITS)
         m.d.sync += [ended_command.eq(finished), ended_copy.eq(copy_end),
                      failed.eq(rule_error), code.eq(rule_code), index.eq(rule_index)]
-        arrived = self.done.valid
-        bus_error = arrived & (done.error != ErrorCode.NONE)
-        m.d.sync += status.completed.eq(status.completed + ended_command + ended_copy
-                                        + arrived)
+        # The count goes up by the ends registered here, and by one more with a
+        # Completion: two sums of the count and a 2-bit value worked out from registers,
+        # each one carry chain, which the Completion only picks between.
+        ends = Signal(2)
+        ends_and_one = Signal(2)
+        m.d.comb += [ends.eq(ended_command + ended_copy),
+                     ends_and_one.eq(ended_command + ended_copy + 1)]
+        m.d.sync += status.completed.eq(Mux(self.done.valid, status.completed + ends_and_one,
+                                            status.completed + ends))
 
+        done = landed.payload
+        bus_error = landed.valid & (done.error != ErrorCode.NONE)
         with m.If(self.clear):
             m.d.sync += [status.error.eq(ErrorCode.NONE), status.error_index.eq(0),
                          status.error_addr.eq(0)]
         unrecorded = self.clear | (status.error == ErrorCode.NONE)
-        # A rule error is decided with no copy in flight, so no Completion comes with it.
+        # A rule error is decided with no copy in flight, so after every bus error of a
+        # copy before it has landed.
         with m.If(bus_error & unrecorded):
             m.d.sync += [status.error.eq(done.error), status.error_index.eq(in_flight.r_data),
                          status.error_addr.eq(done.address)]
         with m.Elif(failed & unrecorded):
             m.d.sync += [status.error.eq(code), status.error_index.eq(index),
                          status.error_addr.eq(0)]
-        return ended_command | ended_copy
+        return ended_command | ended_copy | bus_error

@@ -1,9 +1,19 @@
 """A FIFO whose first entry reaches the output one clock edge after it is written."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
+from .kept_lut import KeptLut, truth_table
+
+# Bits of the output register loaded by one copy of "the output register is free".
+OUTPUT_GROUP_BITS = 64
+
+
+def _free(r_rdy, r_en):
+    """The output register may load: it holds nothing, or its entry is taken."""
+    return ~r_rdy | r_en
 
 
 def wrap_incr(ptr, depth):
@@ -51,6 +61,12 @@ class BypassQueue(wiring.Component):
     `r_rdy_next` and `w_rdy_next` are the values `r_rdy` and `w_rdy` take on the next
     edge, for a user that keeps copies of them, or decisions made of them, in registers
     of its own.
+
+    The reader's `r_en` often comes from afar, and the output register is wide, its bits
+    wherever their loads are: each OUTPUT_GROUP_BITS of it take "the output register is
+    free" from a cell of their own (a KeptLut), which the placer can put among them, and
+    the queue's pointers and counts work it out again beside them. Whether the inner
+    queue holds an entry, which picks the output register's input, is a register.
     """
 
     def __init__(self, *, width, depth):
@@ -76,7 +92,7 @@ class BypassQueue(wiring.Component):
 
         out_free = ~self.r_rdy | self.r_en
         has_room = Signal(init=1)               # held != slots, as a register
-        has_head = held != 0
+        has_head = Signal()                     # held != 0, as a register
         written = self.w_en & has_room
         queued = written & (has_head | ~out_free)      # not bypassed
         # The output register is full whenever the inner queue holds an entry (it
@@ -96,8 +112,10 @@ class BypassQueue(wiring.Component):
             m.d.sync += r_ptr.eq(wrap_incr(r_ptr, slots))
         # held +- 1 from the register alone, picked by the handshakes: no carry chain
         # after them.
-        m.d.sync += held.eq(Mux(queued, Mux(refill, held, held + 1),
-                                Mux(refill, held - 1, held)))
+        m.d.sync += [
+            held.eq(Mux(queued, Mux(refill, held, held + 1), Mux(refill, held - 1, held))),
+            has_head.eq(Mux(queued & ~refill, 1, Mux(refill & ~queued, held != 1, has_head))),
+        ]
         # Room after this edge, from the handshakes and a compare of `held` alone, so no
         # add sits in front of it.
         m.d.comb += self.w_rdy_next.eq(Mux(queued & ~refill, held != slots - 1,
@@ -105,6 +123,11 @@ class BypassQueue(wiring.Component):
         m.d.sync += has_room.eq(self.w_rdy_next)
         m.d.comb += self.r_rdy_next.eq(Mux(out_free, has_head | self.w_en, self.r_rdy))
         m.d.sync += self.r_rdy.eq(self.r_rdy_next)
-        with m.If(out_free):
-            m.d.sync += self.r_data.eq(Mux(has_head, head.data, self.w_data))
+        loaded = Mux(has_head, head.data, self.w_data)
+        for group, lo in enumerate(range(0, self.width, OUTPUT_GROUP_BITS)):
+            hi = min(lo + OUTPUT_GROUP_BITS, self.width)
+            free = m.submodules[f"out_free{group}"] = KeptLut(2, truth_table(_free, 2))
+            m.d.comb += free.a.eq(Cat(self.r_rdy, self.r_en))
+            with m.If(free.z):
+                m.d.sync += self.r_data[lo:hi].eq(loaded[lo:hi])
         return m

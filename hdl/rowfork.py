@@ -36,9 +36,12 @@ class RowFork(wiring.Component):
 
     `rows.ready` is a register, so the address generator's step, which enables all of its
     registers, does not wait on the queues' level logic. It is set for the next cycle when
-    every queue holds at most depth - 2 rows after this cycle's write and read: the queue
-    then has room whether or not its output register is full. A queue so holds at most
-    depth - 1 rows; rows still pass at one per cycle.
+    every queue holds at most depth - 2 rows after this cycle's write, not counting this
+    cycle's read: the queue then has room whether or not its output register is full. A
+    queue so holds at most depth - 1 rows. The branches' reads, which come from stages
+    placed apart, so reach only their own queue and its level register, not `rows.ready`,
+    which sees a read a cycle later. Rows still pass at one per cycle: a queue that is
+    read on every cycle is never above depth - 3 rows for long.
 
     `branches` maps a port name to `(payload shape, queue depth, select)`, where
     `select(row)` returns the payload's fields, as a dict, from a RowJob view.
@@ -55,7 +58,7 @@ class RowFork(wiring.Component):
         m = Module()
         take = Signal()
         ready = Signal()
-        rooms = []
+        room_if_taken, room_if_not = [], []
         for name, (shape, depth, select) in self._branches.items():
             queue = m.submodules[f"{name}_queue"] = BypassQueue(
                 width=Shape.cast(shape).width, depth=depth)
@@ -72,12 +75,11 @@ class RowFork(wiring.Component):
             ]
             read = out.valid & out.ready
             filled = _filled(m, name, depth, take, read)
-            # level + take - read <= depth - 2, picked by the handshakes.
-            rooms.append(Mux(take & ~read, _holds_at_most(filled, depth - 3),
-                             Mux(read & ~take, _holds_at_most(filled, depth - 1),
-                                 _holds_at_most(filled, depth - 2))))
+            room_if_taken.append(_holds_at_most(filled, depth - 3))
+            room_if_not.append(_holds_at_most(filled, depth - 2))
 
-        m.d.sync += ready.eq(Cat(*rooms).all())
+        # level + take <= depth - 2 for every queue, picked by `take`.
+        m.d.sync += ready.eq(Mux(take, Cat(*room_if_taken).all(), Cat(*room_if_not).all()))
         m.d.comb += [
             take.eq(self.rows.valid & ready),
             self.rows.ready.eq(ready),

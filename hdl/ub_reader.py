@@ -1,43 +1,58 @@
 """Reads the UB words of each row for the datapaths that take their source from UB."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
 
 from .aligner import Aligner
+from .arith import sum_mod
 from .layouts import UbReadSignature, ub_word_bits
 from .queue import BypassQueue, pass_or_queue
 from .rowfork import RowFork
 
 
 class UbReadRow(data.Struct):
-    """A row to read: UB words `first` .. `last` (word numbers, first <= last)."""
+    """A row to read: UB words `first` .. `first` + `words_m1` (word numbers)."""
     first: UB_ADDR_BITS
-    last: UB_ADDR_BITS
+    words_m1: UB_ADDR_BITS
 
 
-def ub_read_row(ub_addr, length, width_bytes):
-    """The UbReadRow fields of `length` (>= 1) bytes from UB byte address `ub_addr`."""
+def ub_words_m1(ub_addr, length, width_bytes):
+    """The W-byte words `length` (>= 1) bytes from UB byte address `ub_addr` touch, less
+    one (ints or Values; for Values a carry-save level and one carry chain)."""
     shift = width_bytes.bit_length() - 1
-    return {"first": ub_addr >> shift, "last": (ub_addr + length - 1) >> shift}
+    if isinstance(ub_addr, int) and isinstance(length, int):
+        return ((ub_addr % width_bytes) + length - 1) >> shift
+    bits = len(Value.cast(length)) + 1
+    return sum_mod([ub_addr[:shift], length, -1], bits)[shift:]
+
+
+def ub_read_row(row, width_bytes):
+    """The UbReadRow of a RowJob: its UB row."""
+    return {"first": row.ub_addr >> (width_bytes.bit_length() - 1),
+            "words_m1": row.ub_words_m1}
 
 
 def walk_row_words(m, row, step, word_bits):
-    """Steps through the words `first` .. `last` of the rows offered in `row` (a payload
-    with those fields), one word on each cycle `step` is high; a row is taken on the step
-    of its first word. Returns (active: words of a taken row remain, now: the word this
-    step is for, at_last: it is its row's last)."""
+    """Steps through the words `first` .. `first` + `words_m1` of the rows offered in `row`
+    (a payload with those fields), one word on each cycle `step` is high; a row is taken
+    on the step of its first word. Whether the next word is the taken row's last is a
+    register, worked out from a count of its words. Returns (active: words of a taken row
+    remain, now: the word this step is for, at_last: it is its row's last)."""
     active = Signal()
     addr = Signal(word_bits)                        # the next word of the taken row
-    last_addr = Signal(word_bits)
+    left = Signal.like(row.words_m1)                # its words after the next one
+    at_end = Signal()                               # the next word is the row's last
     now = Mux(active, addr, row.first)
-    at_last = Mux(active, addr == last_addr, row.first == row.last)
+    at_last = Mux(active, at_end, row.words_m1 == 0)
     with m.If(step):
         m.d.sync += [active.eq(~at_last), addr.eq(now + 1)]
-        with m.If(~active):
-            m.d.sync += last_addr.eq(row.last)
+        with m.If(active):
+            m.d.sync += [left.eq(left - 1), at_end.eq(left == 1)]
+        with m.Else():
+            m.d.sync += [left.eq(row.words_m1 - 1), at_end.eq(row.words_m1 == 1)]
     return active, now, at_last
 
 
@@ -108,7 +123,7 @@ class UbReader(wiring.Component):
 
 def read_branch(width_bytes, row_queue):
     """The RowFork branch of a UbReader: a RowJob's source row, ub_addr and length."""
-    return (UbReadRow, row_queue, lambda row: ub_read_row(row.ub_addr, row.length, width_bytes))
+    return (UbReadRow, row_queue, lambda row: ub_read_row(row, width_bytes))
 
 
 def ub_source(m, width_bytes, dst_addr, align_queue, row_queue, **other_branches):

@@ -11,7 +11,7 @@ from .layouts import Completion, RowJob, UbReadSignature, UbWriteSignature
 from .line_writer import LineRow, LineWriter
 from .pad import PadInserter, PadRow
 from .rowfork import RowFork
-from .ub_reader import UbReader, read_branch, ub_read_row, ub_source
+from .ub_reader import UbReader, read_branch, ub_source
 
 ROW_QUEUE = 4       # rows the UB reader may be handed ahead of the data
 DATA_QUEUE = 8      # rows between the UB read and the write stage
@@ -71,14 +71,16 @@ class UbCopyDatapath(wiring.Component):
     def _whole_words(self, m):
         """W <= 32: the UB reader's words go straight to the LineWriter."""
         width = self._width
+        shift = width.bit_length() - 1
         reader = m.submodules.reader = UbReader(width)
         writer = m.submodules.writer = LineWriter(width)
         fork = m.submodules.fork = RowFork({
             "read": read_branch(width, ROW_QUEUE),
+            # Both rows start on a line and W divides it, so the destination row is as
+            # many words as the source row.
             "write": (LineRow, DATA_QUEUE,
-                      lambda row: {**ub_read_row(row.gm_addr[:UB_ADDR_BITS], row.length,
-                                                 width),
-                                   "cmd_last": row.last}),
+                      lambda row: {"first": row.gm_addr[:UB_ADDR_BITS] >> shift,
+                                   "words_m1": row.ub_words_m1, "cmd_last": row.last}),
         })
         wiring.connect(m, fork.read, reader.rows)
         wiring.connect(m, fork.write, writer.rows)

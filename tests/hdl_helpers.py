@@ -104,3 +104,9 @@ def first_word_route(word):
         return 0, Pipe.EXTERNAL, CommandKind.IMMEDIATE
     _, values = decode([word] + [0] * (op.words - 1))
     return int(op.words == 1), op_pipe(op, values), command_kind_of(op, values)
+
+
+def pad8(pad_val, es):
+    """The pad pattern of 8 UB bytes (layouts.RowJob.pad8): the low es bytes of pad_val,
+    repeated."""
+    return int.from_bytes(pad_val.to_bytes(8, "little")[:es] * (8 // es), "little")

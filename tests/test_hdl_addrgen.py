@@ -10,6 +10,7 @@ from hdl.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
 from hdl.checker import COPY_KINDS, LOOP_COUNTS, geometry_layout, has_loops
 from hdl.layouts import FirstSplit
 from hdl.legalizer import first_split
+from hdl.ub_reader import ub_words_m1
 from axi_model import mark_new_sids
 from hdl_helpers import run_sim, stream_put
 from model.isa import Opcode
@@ -51,12 +52,7 @@ def random_checked_copy(rng, kind, empty_share=0.1):
     geom["empty"] = int(0 in (geom["n_burst"], geom["len_burst"], geom["loop1_count"],
                               geom["loop2_count"]))
     return {"error": 0, "geom": geom, "sid": rng.randrange(16), "cache": rng.randrange(16),
-            "pad_val": rng.getrandbits(64)}
-
-
-def pad8(pad_val, es):
-    low = pad_val & ((1 << (8 * es)) - 1)
-    return sum(low << (8 * es * i) for i in range(8 // es))
+            "pad8": rng.getrandbits(64)}
 
 
 def expected_rows(kind, copy):
@@ -74,8 +70,9 @@ def expected_rows(kind, copy):
                     address[side] = (g[side] + offset) % (1 << Shape.cast(layout[side].shape).width)
                 row = {field: address[side] for field, side in ROW_ADDRESSES[kind].items()}
                 row.update(length=g["len_burst"], left=g["left_bytes"], extent=g["row_bytes"],
-                           select=g["select"], pad8=pad8(copy["pad_val"], g["es"]),
-                           sid=copy["sid"], cache=copy["cache"], last=0)
+                           select=g["select"], pad8=copy["pad8"],
+                           sid=copy["sid"], cache=copy["cache"], last=0,
+                           ub_words_m1=ub_words_m1(row["ub_addr"], g["len_burst"], W))
                 if kind in GM_KINDS:
                     row.update(first_split(row["gm_addr"], g["len_burst"], W))
                 rows.append(row)
@@ -101,7 +98,8 @@ def expected_stream(kind, copies):
 def as_dict(kind, row):
     fields = {name: getattr(row, name) for name in ("gm_addr", "ub_addr", "length", "left",
                                                     "extent", "select", "pad8", "sid",
-                                                    "cache", "last", "new_sid")}
+                                                    "cache", "last", "new_sid",
+                                                    "ub_words_m1")}
     if kind in GM_KINDS:
         fields.update({name: getattr(row.split, name) for name in SPLIT_FIELDS})
     return fields

@@ -13,7 +13,7 @@ from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFIL
                        Opcode)
 from model.rules import check_copy, geometry
 from control_cases import random_copy
-from hdl_helpers import run_sim, stream_put
+from hdl_helpers import pad8, run_sim, stream_put
 
 EXPECTED_CODES = {
     Opcode.COPY_GM_TO_UBUF: {ErrorCode.NONE, ErrorCode.TYPE_UNSUPPORTED,
@@ -44,10 +44,11 @@ def expected_result(kind, values, regs, profile):
     """(error, geometry dict or None when rejected, passthrough dict) from the model."""
     op = OP_BY_OPCODE[kind]
     error = check_copy(op, values, regs, profile)
-    passthrough = {"sid": values["sid"], "cache": values.get("l2_cache_ctl", 0),
-                   "pad_val": (regs or {}).get("pad_val", 0)}
+    passthrough = {"sid": values["sid"], "cache": values.get("l2_cache_ctl", 0)}
     if error != ErrorCode.NONE:
         return error, None, passthrough
+    if "pad_val" in (regs or {}):
+        passthrough["pad8"] = pad8(regs["pad_val"], DTYPES[values["dtype"]].size)
     g = geometry(op, values, regs)
     geom = {name: getattr(g, name) for name in GEOMETRY_FIELDS}
     geom.update(es=DTYPES[values["dtype"]].size, empty=int(g.empty),

@@ -35,7 +35,8 @@ EXPECTED = {"short": lambda k: {"length": k},
 def test_rows_reach_every_branch_in_order_and_ready_tracks_the_levels(seed, put_rate,
                                                                       get_rate):
     """`ready`, a register, is high exactly when every queue held at most depth - 2 rows
-    after the previous cycle's take and reads (from reset: low for the first cycle)."""
+    after the previous cycle's take, not counting that cycle's reads (from reset: low for
+    the first cycle)."""
     count = 200
     dut = _fork()
     rng = random.Random(seed)
@@ -65,6 +66,7 @@ def test_rows_reach_every_branch_in_order_and_ready_tracks_the_levels(seed, put_
             stats["not_ready"] += not ready
             taken = offer and ready
             sent += taken
+            ready_now = all(levels[name] + taken <= DEPTHS[name] - 2 for name in DEPTHS)
             for name, valid, payload, take in zip(DEPTHS, valids, payloads, takes):
                 read = valid and take
                 if read:
@@ -72,7 +74,6 @@ def test_rows_reach_every_branch_in_order_and_ready_tracks_the_levels(seed, put_
                                       for field in EXPECTED[name](0)})
                 levels[name] += taken - read
                 assert 0 <= levels[name] <= DEPTHS[name] - 1
-            ready_now = all(levels[name] <= DEPTHS[name] - 2 for name in DEPTHS)
 
     run_sim(dut, bench, timeout=20 * count)
     for name in DEPTHS:

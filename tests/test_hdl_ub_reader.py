@@ -33,7 +33,8 @@ def run_reader(rows, rng, ub_ready, words_ready, latency=(3, 3)):
             ctx.set(dut.words.ready, take)
             ctx.set(dut.rows.valid, bool(pending))
             if pending:
-                ctx.set(dut.rows.payload, {"first": pending[0][0], "last": pending[0][1]})
+                first, last = pending[0]
+                ctx.set(dut.rows.payload, {"first": first, "words_m1": last - first})
             landing = due.pop(cycle, None)
             ctx.set(dut.ub.rvalid, landing is not None)
             ctx.set(dut.ub.rdata, word(landing) if landing is not None else 0)

@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from hdl.ub_reader import ub_words_m1
 from hdl.ubcopy import UbCopyDatapath
 from hdl_helpers import run_sim
 from model.isa import UB_LINE
@@ -58,7 +59,8 @@ def run_copy(width, commands, rng, rd_ready, wr_ready):
     async def feeder(ctx):
         for src, dst, length, last in rows:
             ctx.set(dut.rows.payload, {"ub_addr": src, "gm_addr": dst, "length": length,
-                                       "extent": length, "last": last})
+                                       "extent": length, "last": last,
+                                       "ub_words_m1": ub_words_m1(src, length, width)})
             ctx.set(dut.rows.valid, 1)
             await ctx.tick().until(dut.rows.ready)
             ctx.set(dut.rows.valid, 0)
