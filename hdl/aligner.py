@@ -52,8 +52,8 @@ ROTATOR_GROUPS = 2
 # two: the ring's pointers wrap by truncation.
 QUEUE_DEPTH = 4
 
-# Bits of an output queue's entries (buffered_output) loaded and picked from one copy of
-# its control registers.
+# Bits of an output queue's entries (buffered_output) that take their load enable from
+# one cell.
 OUTPUT_GROUP_BITS = 64
 
 
@@ -167,6 +167,11 @@ def _loads_head_row(have_head, nonempty, room, ends_if):
     return ~have_head | (nonempty & room & ends_if)
 
 
+def _loads_entry(full, wr_is):
+    """An output queue entry loads: it is empty and the one to be written next."""
+    return ~full & wr_is
+
+
 def buffered_output(m, out, word, put, name="out"):
     """Drives stream `out` from a two-entry queue. `word` is taken on a cycle with `put`
     high, which may only be when the returned `room` is high. `room` and `out.valid` are
@@ -178,13 +183,11 @@ def buffered_output(m, out, word, put, name="out"):
     and `word` reaches the entries with no mux in front: neither `put` nor `out.ready`
     fans out to the data. `room` (the entry to be written next is empty) is worked out a
     cycle ahead, so the producer's decision to put starts at a flip-flop, and so is
-    `out.valid`, so the consumer's starts at one too. So are each entry's load enable and
-    the read pointer that picks the output, one copy (`RegisterCopy`) per
-    OUTPUT_GROUP_BITS of the payload, which may sit with those bits: the entries are
-    wide, and their bits lie wherever the word's bits go."""
+    `out.valid`, so the consumer's starts at one too. The entries are wide and their bits
+    lie wherever the word's bits go: each OUTPUT_GROUP_BITS of an entry take its load
+    enable, a gate of the queue's registers, from a cell of their own (a KeptLut), which
+    the placer can put among them."""
     width = Shape.cast(out.payload.shape()).width
-    groups = [(lo, min(lo + OUTPUT_GROUP_BITS, width))
-              for lo in range(0, width, OUTPUT_GROUP_BITS)]
     entries = [Signal(width, name=f"{name}{i}") for i in range(2)]
     full = Signal(2)
     wr = Signal()
@@ -198,17 +201,13 @@ def buffered_output(m, out, word, put, name="out"):
     for i in range(2):
         m.d.comb += full_next[i].eq((full[i] & ~(take & (rd == i))) | (put & (wr == i)))
     m.d.comb += [wr_next.eq(wr ^ put), rd_next.eq(rd ^ take)]
-    payload = Signal(width)
-    for g, (lo, hi) in enumerate(groups):
-        # Per group: which entry loads (the one to be written next, if empty) and the
-        # read pointer, as of the next cycle. Entry 0's is kept inverted, so reset, which
-        # clears the copies, leaves it loading.
-        copy = m.submodules[f"{name}_group{g}"] = RegisterCopy(3)
-        m.d.comb += copy.d.eq(Cat(full_next[0] | wr_next, ~full_next[1] & wr_next, rd_next))
-        for i, (entry, load) in enumerate(zip(entries, (~copy.q[0], copy.q[1]))):
-            with m.If(load):
+    for g, lo in enumerate(range(0, width, OUTPUT_GROUP_BITS)):
+        hi = min(lo + OUTPUT_GROUP_BITS, width)
+        for i, entry in enumerate(entries):
+            load = m.submodules[f"{name}{i}_load{g}"] = KeptLut(2, truth_table(_loads_entry, 2))
+            m.d.comb += load.a.eq(Cat(full[i], wr if i else ~wr))
+            with m.If(load.z):
                 m.d.sync += entry[lo:hi].eq(Value.cast(word)[lo:hi])
-        m.d.comb += payload[lo:hi].eq(Mux(copy.q[2], entries[1][lo:hi], entries[0][lo:hi]))
     m.d.sync += [
         full.eq(full_next),
         wr.eq(wr_next),
@@ -218,7 +217,7 @@ def buffered_output(m, out, word, put, name="out"):
     ]
     m.d.comb += [
         out.valid.eq(valid),
-        out.payload.eq(payload),
+        out.payload.eq(Mux(rd, entries[1], entries[0])),
     ]
     return room
 
@@ -447,16 +446,16 @@ class Aligner(wiring.Component):
         # The control registers' next values, so `ends_if` can be one of them.
         last_next, uses_hi_next = Signal(), Signal()
         m.d.comb += [last_next.eq(last), uses_hi_next.eq(uses_hi)]
-        # Output 0 with dst_off >= src_off has no lo word, and lanes [0, r) are not the
-        # row's, so entry 0 alone serves and stays as the next output's lo. Every later
-        # output retires its lo; a row's last output has a hi word only if the row has a
-        # source word after its lo, and retires it too.
         # The head row's fields the control needs, in registers of their own beside it
         # (the head row register's bits sit with the lanes they select).
         head_lout = Signal.like(head.tag.lout)
         head_tail = Signal()
         left_now = Signal(index_bits)
         m.d.comb += left_now.eq(Mux(first, head_lout, out_left))
+        # Output 0 with dst_off >= src_off has no lo word, and lanes [0, r) are not the
+        # row's, so entry 0 alone serves and stays as the next output's lo. Every later
+        # output retires its lo; a row's last output has a hi word only if the row has a
+        # source word after its lo, and retires it too.
         with m.If(head_loads):
             # Output 0 of the new head row is next.
             m.d.sync += [head_lout.eq(next_head.tag.lout), head_tail.eq(next_head.tag.tail)]
