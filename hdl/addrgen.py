@@ -10,6 +10,7 @@ from .checker import COPY_KINDS, LOOP_COUNTS, checked_copy_layout
 from .aligner import buffered_output
 from .layouts import COPY_SEQ_BITS, AbortSignature, RowJob
 from .legalizer import first_split
+from .register_copy import RegisterCopy
 from .ub_reader import ub_words_m1
 
 # A 40-bit address add is done in two halves on consecutive stages (walk, then output), so
@@ -161,6 +162,15 @@ class AddressGenerator(wiring.Component):
             m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
             m.d.sync += [next_step.eq(_next_step(moved)),
                          last_row.eq(moved[0] & moved[1] & moved[2])]
+        # Copies of `next_step` for the loop counters and for the at-end flags, apart from
+        # the one that picks the walk's bases and strides: the datapath is wide and far,
+        # and a decode of one register shared with it would sit among it.
+        step_copies = []
+        for use in ("count", "flags"):
+            copy = m.submodules[f"next_step_{use}"] = RegisterCopy(len(next_step))
+            m.d.comb += copy.d.eq(Mux(walk | take, _next_step(moved), copy.q))
+            step_copies.append(copy.q)
+        count_step, flags_step = step_copies
         # The incoming copy's first row, walked as it is taken.
         # A copy taken is not empty, so a count that is not many is 1.
         first_at_end = [~incoming.geom[f"{name}_many"] for name in LOOP_COUNTS]
@@ -221,8 +231,8 @@ class AddressGenerator(wiring.Component):
             with m.If(ending):
                 m.d.sync += walking.eq(0)
             with m.Else():
-                self._count(m, job, counters, at_one, count_two, next_step)
-        self._walked_at_end(m, job, at_one, at_end, ending, next_step, walked)
+                self._count(m, job, counters, at_one, count_two, count_step)
+        self._walked_at_end(m, job, at_one, at_end, ending, flags_step, walked)
 
         # The sid of the last non-empty copy taken: a copy's first row tells whether its
         # sid differs from the row before it.
@@ -243,7 +253,7 @@ class AddressGenerator(wiring.Component):
             # The counters as after the first row: the level that steps has counted it.
             for level, name in enumerate(LOOP_COUNTS):
                 count = incoming.geom[name]
-                m.d.sync += count_two[level].eq(count == 2)
+                m.d.sync += count_two[level].eq(incoming.geom[f"{name}_two"])
                 with m.If(first_next == level):
                     m.d.sync += [counters[level].eq(count - 2),
                                  at_one[level].eq(count == 3)]
@@ -252,7 +262,7 @@ class AddressGenerator(wiring.Component):
                                  at_one[level].eq(count == 2)]
         for level, name in enumerate(LOOP_COUNTS):
             m.d.comb += taken[level].eq(Mux(first_next == level,
-                                            incoming.geom[name] == 2, first_at_end[level]))
+                                            incoming.geom[f"{name}_two"], first_at_end[level]))
         return m
 
     @staticmethod

@@ -56,6 +56,10 @@ QUEUE_DEPTH = 4
 # one cell.
 OUTPUT_GROUP_BITS = 64
 
+# Lanes of the merge's row masks whose bits in the row queue's output register take
+# their load enable from one cell (they sit with their lanes, across the datapath).
+LANE_GROUP = 8
+
 
 def offset_bits(width_bytes):
     """log2 of a word width in bytes: a power of two of at least 2 bytes."""
@@ -415,8 +419,11 @@ class Aligner(wiring.Component):
         # between the source side and the merge are at most one per word in the rotator
         # or the queue, the row the source side holds and the entering one, so the row
         # queue never refuses one.
-        row_queue = m.submodules.row_queue = BypassQueue(width=row_layout.size,
-                                                         depth=stages + QUEUE_DEPTH + 3)
+        # Its output register loads in groups: the tag, which the control reads, and
+        # each LANE_GROUP lanes of each mask, which sit with those lanes.
+        row_queue = m.submodules.row_queue = BypassQueue(
+            width=row_layout.size, depth=stages + QUEUE_DEPTH + 3,
+            split_at=range(tag_layout.size, row_layout.size, LANE_GROUP))
         row_enters = Signal()
         entering_tag = Signal(tag_layout)
         m.d.sync += [row_enters.eq(queue_row & setup_valid), entering_tag.eq(setup.tag)]

@@ -1,12 +1,13 @@
 """MTE3's GM side: writes byte-exact rows to GM over AXI4 from strobed bus words."""
 
-from amaranth.hdl import Module, Mux, Shape, Signal
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS, ErrorCode
 from .axi import AXI4WriteSignature, connect_address, resp_is_error
 from .layouts import COPY_SEQ_BITS, AbortSignature, Completion
+from .kept_lut import KeptLut, truth_table
 from .legalizer import BurstIssuer, BurstSplitter, GmRow
 from .queue import BypassQueue, pass_or_queue
 
@@ -14,6 +15,11 @@ from .queue import BypassQueue, pass_or_queue
 def write_beat_layout(width_bytes):
     """One GM-aligned bus word to write; strobe bit i enables byte i."""
     return data.StructLayout({"data": 8 * width_bytes, "strb": width_bytes})
+
+
+def _word_goes(valid, planned, wready):
+    """A W word is sent: offered, its burst known, and taken."""
+    return valid & planned & wready
 
 
 class _WordPlan(data.Struct):
@@ -95,17 +101,20 @@ class AxiWriter(wiring.Component):
         to_go = Signal(8)           # else: words from the next one to its burst's last
         last_next = Signal()        # else: the next word is its burst's last
         is_last = Mux(first, plan.single, last_next)
-        sent = Signal()
+        # A word goes, as the plan queue and the word count see it: a cell of its own, so
+        # the placer keeps it beside them, away from WVALID's and `beats.ready`'s gates
+        # (beside the producer's registers), and only `beats.valid` and WREADY travel.
+        sent = m.submodules.sent = KeptLut(3, truth_table(_word_goes, 3))
         m.d.comb += [
             axi.wdata.eq(self.beats.payload.data),
             axi.wstrb.eq(self.beats.payload.strb),
             axi.wlast.eq(is_last),
             axi.wvalid.eq(self.beats.valid & plans.r_rdy),
             self.beats.ready.eq(axi.wready & plans.r_rdy),
-            sent.eq(axi.wvalid & axi.wready),
-            plans.r_en.eq(sent & is_last),
+            sent.a.eq(Cat(self.beats.valid, plans.r_rdy, axi.wready)),
+            plans.r_en.eq(sent.z & is_last),
         ]
-        with m.If(sent):
+        with m.If(sent.z):
             m.d.sync += first.eq(is_last)
             with m.If(first):
                 m.d.sync += [to_go.eq(plan.axlen - 1), last_next.eq(plan.axlen == 1)]

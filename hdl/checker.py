@@ -88,8 +88,10 @@ def geometry_layout(kind):
         "es": ES_BITS,
         "select": 1,
         "empty": 1,
-        # Each count > 1 (the address generator's first row needs no compare).
+        # Each count > 1 and each count == 2 (the address generator's first row and its
+        # at-end flags after it need no compare).
         **{f"{count}_many": 1 for count in LOOP_COUNTS},
+        **{f"{count}_two": 1 for count in LOOP_COUNTS},
         # One past the last byte read / written (valid for a non-empty copy that passed).
         "src_end": op.field(src).width + 1,
         "dst_end": op.field(dst).width + 1,
@@ -266,8 +268,8 @@ class CopyChecker(wiring.Component):
     result: `checked_copy_layout(kind)`: {error, geom, sid, cache, pad8}; `error` is the
     first rule broken (model.rules.check_copy) or NONE, `geom` as model.rules.geometry
     plus es, select, empty (any count or len_burst 0), n_burst_many / loop1_count_many /
-    loop2_count_many (that count > 1) and src_end / dst_end (one past the last byte of each
-    side's span). FIELD_RANGE never occurs: a field that fits its bits
+    loop2_count_many (that count > 1), the same with _two (that count == 2) and src_end /
+    dst_end (one past the last byte of each side's span). FIELD_RANGE never occurs: a field that fits its bits
     is in range.
     passing: high on the cycle before `result.valid` rises when that result will pass
     (error NONE, not empty), so a consumer can register its decision to start the copy
@@ -339,7 +341,7 @@ class CopyChecker(wiring.Component):
         log2_es, supported = self._element_size(m, incoming.fields.dtype)
         derived = self._first_stage(m, capture, incoming, log2_es, supported)
         if self.kind == Opcode.COPY_GM_TO_UBUF:
-            derived.update(self._row_extent(m, held, derived["log2_es"]))
+            derived.update(self._row_extent(m, capture, incoming, held, derived["log2_es"]))
         geom = self._geometry(held, derived)
         ends = self._range_ends(m, capture, incoming, geom, derived.get("row_bytes_sum"))
         geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
@@ -430,6 +432,7 @@ class CopyChecker(wiring.Component):
         derived = {"log2_es": Signal(LOG2_ES_BITS), "supported": Signal(), "empty": Signal()}
         for name in counts:
             derived[f"{name}_many"] = Signal(name=f"{name}_many")
+            derived[f"{name}_two"] = Signal(name=f"{name}_two")
         empty = (fields.len_burst == 0)
         for value in counts.values():
             empty |= (value == 0)
@@ -437,7 +440,8 @@ class CopyChecker(wiring.Component):
             m.d.sync += [derived["empty"].eq(empty), derived["log2_es"].eq(log2_es),
                          derived["supported"].eq(supported)]
             for name, value in counts.items():
-                m.d.sync += derived[f"{name}_many"].eq(value > 1)
+                m.d.sync += [derived[f"{name}_many"].eq(value > 1),
+                             derived[f"{name}_two"].eq(value == 2)]
             if not has_loops(self.kind):
                 # Row strides in lines: len + gap.
                 for side in ("src", "dst"):
@@ -452,7 +456,8 @@ class CopyChecker(wiring.Component):
         src, dst = ADDRESS_FIELDS[self.kind]
         geom = {"src": fields[src], "dst": fields[dst], "n_burst": fields.n_burst,
                 "es": Const(1, ES_BITS) << derived["log2_es"], "empty": derived["empty"]}
-        geom.update({f"{count}_many": derived.get(f"{count}_many", 0) for count in LOOP_COUNTS})
+        geom.update({f"{count}_{flag}": derived.get(f"{count}_{flag}", 0)
+                     for count in LOOP_COUNTS for flag in ("many", "two")})
         if not has_loops(self.kind):
             length = fields.len_burst << LINE_SHIFT
             geom.update(len_burst=length, row_bytes=length, loop1_count=1, loop2_count=1,
@@ -475,7 +480,7 @@ class CopyChecker(wiring.Component):
         return geom
 
     @staticmethod
-    def _row_extent(m, held, log2_es):
+    def _row_extent(m, capture, incoming, held, log2_es):
         """MTE2 UB row: footprint L*es + len + R*es, and it and dst_stride aligned up to a
         line (stage 2, from the held request and its element size, so no route from the
         pipe's command queue is in front of their carry chains); extent
@@ -483,16 +488,20 @@ class CopyChecker(wiring.Component):
         UB bytes (E with data_select, else len_burst; stage 3, where they join the
         destination end's sum)."""
         fields = held.fields
-        # The footprint, and it aligned up, each as a carry-save level in front of one
-        # carry chain, worked out for every element size at once and picked by it after
-        # the chains, so the pads' shift is not in front of them. It is below 2^22:
-        # len < 2^21, and each pad at most 255 * 8 bytes.
+        # L + R elements, captured with the request (a short add), so the footprint is
+        # (L + R) * es + len.
+        pads = Signal(len(fields.left_padding) + 1, name="pads")
+        with m.If(capture):
+            m.d.sync += pads.eq(incoming.fields.left_padding + incoming.fields.right_padding)
+        # The footprint, and it aligned up, each one carry chain (after a carry-save
+        # level for the rounding), worked out for every element size at once and picked
+        # by it after the chains, so the pads' shift is not in front of them. It is below
+        # 2^22: len < 2^21, and each pad at most 255 * 8 bytes.
         bits = LEN_BITS + 1
 
         def footprint_plus(extra):
             return _by_element_size(log2_es, lambda k: sum_mod(
-                [fields.left_padding << k, fields.right_padding << k, fields.len_burst,
-                 *extra], bits))
+                [pads << k, fields.len_burst, *extra], bits))
 
         footprint = footprint_plus([])
         row = _reg(m, footprint_plus([UB_LINE - 1])[LINE_SHIFT:] << LINE_SHIFT,

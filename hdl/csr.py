@@ -94,6 +94,12 @@ class CsrFrontEnd(wiring.Component):
         ]
 
         ub_addr = Signal(range(self.ub_size), name="ub_byte_addr")
+        # The FIFO's free space as of the cycle before, a register: the level's sum and
+        # the subtraction stay beside the FIFO, out of the read mux's paths. A read
+        # returns it cycles after any write the CPU saw complete.
+        cmd_free = Signal(range(regmap.CMD_FIFO_DEPTH + 1), name="cmd_free",
+                          init=regmap.CMD_FIFO_DEPTH)
+        m.d.sync += cmd_free.eq(regmap.CMD_FIFO_DEPTH - fifo.level)
         irq_enable = Signal(2)
         done = Signal()
         any_error = Signal()
@@ -111,7 +117,7 @@ class CsrFrontEnd(wiring.Component):
         m.d.sync += [ub.we.eq(0), ub.re.eq(0)]
         write_accepted = self._write_channel(m, fifo, ub_addr, irq_enable)
         self._read_channel(m, write_accepted, ub_addr, self._read_values(
-            fifo, irq_enable, done, any_error, ub_addr))
+            cmd_free, irq_enable, done, any_error, ub_addr))
         return m
 
     def _ub_word(self, ub_addr):
@@ -160,7 +166,7 @@ class CsrFrontEnd(wiring.Component):
                     ]
         return accepted
 
-    def _read_values(self, fifo, irq_enable, done, any_error, ub_addr):
+    def _read_values(self, cmd_free, irq_enable, done, any_error, ub_addr):
         """Per group of registers (the front end's own, then each pipe's status, which
         sits with its pipe): offset -> the value a read returns (UB_DATA is handled by the
         read channel)."""
@@ -168,7 +174,7 @@ class CsrFrontEnd(wiring.Component):
         groups = [{
             "ID": Const(regmap.ID_VALUE, DATA_BITS),
             "CONFIG": Const(config, DATA_BITS),
-            "CMD_FREE": regmap.CMD_FIFO_DEPTH - fifo.level,
+            "CMD_FREE": cmd_free,
             "IRQ_ENABLE": irq_enable,
             "IRQ_STATUS": Cat(done, any_error, self.irq),
             "UB_ADDR": ub_addr,

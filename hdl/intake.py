@@ -1,6 +1,6 @@
 """Command intake (32-bit words -> whole commands) and the per-pipe dispatcher."""
 
-from amaranth.hdl import C, Cat, Module, Mux, Signal
+from amaranth.hdl import C, Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -13,31 +13,45 @@ from .queue import BypassQueue
 
 BAD_OPCODE_BITS = 16
 
+ENGINE_PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
+
 
 class RoutedCommand(data.Struct):
-    """A whole command, the pipe that executes it (isa.op_pipe) and its kind."""
+    """A whole command, the pipe that executes it (isa.op_pipe) and its kind; `enters`,
+    one bit per ENGINE_PIPES, is the pipe's bit if the command is valid and an engine
+    pipe's (so each pipe's queue takes it on `valid & enters[i]` with no pipe compare)."""
     entry: CommandEntry
     pipe: Pipe
     kind: CommandKind
+    enters: len(ENGINE_PIPES)
 
 
 class RoutedWord(data.Struct):
     """A command word with what the intake needs of it as a command's first word,
     decoded where the word is stored ahead of the intake (`route_word`): whether it is a
-    whole command (a flag), the pipe of the command it starts (`command_pipe`) and that
-    command's kind (`commands.command_kind`, which the opcode and a flag's fields fix)."""
+    whole command (a flag), the pipe of the command it starts (`command_pipe`), that
+    command's kind (`commands.command_kind`, which the opcode and a flag's fields fix) and
+    `flag_to`, one bit per ENGINE_PIPES: the word is a flag for that pipe."""
     word: WORD_BITS
     flag: 1
     pipe: Pipe
     kind: CommandKind
+    flag_to: len(ENGINE_PIPES)
+
+
+def one_hot_pipe(pipe):
+    """One bit per ENGINE_PIPES: `pipe` is that pipe (none for Pipe.EXTERNAL)."""
+    return Cat(pipe == p for p in ENGINE_PIPES)
 
 
 def route_word(m, word):
     """`word` with its route: a RoutedWord view, decoded in `m`."""
     routed = Signal(RoutedWord)
-    m.d.comb += [routed.word.eq(word), routed.flag.eq(word_count(m, word) == 1),
-                 routed.pipe.eq(command_pipe(m, word)),
-                 routed.kind.eq(command_kind(m, first_word_command(word)))]
+    flag = word_count(m, word) == 1
+    pipe = command_pipe(m, word)
+    m.d.comb += [routed.word.eq(word), routed.flag.eq(flag), routed.pipe.eq(pipe),
+                 routed.kind.eq(command_kind(m, first_word_command(word))),
+                 routed.flag_to.eq(Mux(flag, one_hot_pipe(pipe), 0))]
     return routed
 
 
@@ -90,6 +104,7 @@ class CommandIntake(wiring.Component):
         held = Signal.like(out.payload.entry.cmd.raw)    # the command's earlier words
         held_pipe = Signal(Pipe)                         # the pipe of the command in `held`
         held_kind = Signal(CommandKind)                  # and its kind
+        last_to = Signal(len(ENGINE_PIPES))              # last, one-hot by held_pipe
         next_index = Signal(CMD_INDEX_BITS)
         size = word_count(m, word)
         flag = routed.flag
@@ -102,6 +117,7 @@ class CommandIntake(wiring.Component):
             out.payload.entry.index.eq(next_index),
             out.payload.pipe.eq(Mux(first, word_pipe, held_pipe)),
             out.payload.kind.eq(Mux(first, routed.kind, held_kind)),
+            out.payload.enters.eq(Mux(first, routed.flag_to, last_to)),
             self.words.ready.eq(~completes | out.ready),
             self.busy.eq(~first),
         ]
@@ -120,11 +136,13 @@ class CommandIntake(wiring.Component):
                     m.d.sync += [held.eq(word), held_pipe.eq(word_pipe),
                                  held_kind.eq(routed.kind),
                                  pending.eq(size - 1), position.eq(1),
-                                 first.eq(0), last.eq(size == 2)]
+                                 first.eq(0), last.eq(size == 2),
+                                 last_to.eq(Mux(size == 2, one_hot_pipe(word_pipe), 0))]
             with m.Else():
                 m.d.sync += [held.word_select(position, WORD_BITS).eq(word),
                              pending.eq(pending - 1), position.eq(position + 1),
-                             first.eq(last), last.eq(pending == 2)]
+                             first.eq(last), last.eq(pending == 2),
+                             last_to.eq(Mux(pending == 2, one_hot_pipe(held_pipe), 0))]
         with m.If(out.valid & out.ready):
             m.d.sync += next_index.eq(next_index + 1)
         return m
@@ -164,13 +182,11 @@ def command_pipe(m, first_word):
     return pipe
 
 
-ENGINE_PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
-
-
 class Dispatcher(wiring.Component):
     """Routes each command to a FIFO of the pipe that executes it (`payload.pipe`, which
     the intake works out: set_flag runs on its src_pipe, wait_flag on its dst_pipe, every
-    other op on its isa pipe). A command for Pipe.EXTERNAL is accepted and dropped. Each
+    other op on its isa pipe; the FIFO takes it by `payload.enters`, the same pipe as one
+    bit per FIFO). A command for Pipe.EXTERNAL is accepted and dropped. Each
     command is queued with its kind (`PipeCommand`), which the intake names with its pipe.
 
     Each pipe has its own `depth`-entry FIFO, so a pipe that stalls only holds up the
@@ -196,19 +212,23 @@ class Dispatcher(wiring.Component):
         m.d.comb += [queued.entry.eq(entry), queued.kind.eq(self.commands.payload.kind)]
         # A dropped flag is consumed at once; a routed command waits for its pipe's FIFO.
         m.d.comb += self.commands.ready.eq(pipe == Pipe.EXTERNAL)
-        for p in ENGINE_PIPES:
+        kind = PipeCommand.as_shape()["kind"]
+        kind_bounds = (kind.offset, kind.offset + Shape.cast(kind.shape).width)
+        for i, p in enumerate(ENGINE_PIPES):
+            # The kind, which the pipe's `ready` reads, loads on a cell of its own.
             fifo = m.submodules[f"fifo_{p.name.lower()}"] = BypassQueue(
-                width=PipeCommand.as_shape().size, depth=self.depth)
+                width=PipeCommand.as_shape().size, depth=self.depth,
+                split_at=kind_bounds)
             out = getattr(self, p.name.lower())
-            routed = pipe == p
+            enters = self.commands.payload.enters[i]
             m.d.comb += [
                 fifo.w_data.eq(queued.as_value()),
-                fifo.w_en.eq(self.commands.valid & routed),
+                fifo.w_en.eq(self.commands.valid & enters),
                 out.payload.eq(fifo.r_data),
                 out.valid.eq(fifo.r_rdy),
                 fifo.r_en.eq(out.ready),
             ]
-            with m.If(routed):
+            with m.If(enters):
                 m.d.comb += self.commands.ready.eq(fifo.w_rdy)
             with m.If(fifo.level != 0):
                 m.d.comb += self.busy.eq(1)

@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from model.isa import UB_ADDR_BITS
 from .aligner import buffered_output, dst_word_layout, offset_bits, skid_stage
 from .arith import sum_mod
+from .kept_lut import KeptLut, truth_table
 from .layouts import EXTENT_BITS, LEFT_BITS, LEN_BITS, ub_word_bits
 
 PAD8_BYTES = 8
@@ -15,9 +16,23 @@ PAD8_BYTES = 8
 # The decision to load the next row enables some 400 flip-flops: the row registers and
 # both registers of the set-up stage. It is made once per group of them, each time from
 # the group's own copies of the word sequencer's state, so no one net reaches them all.
-# Groups: the sequencer's registers, pad8, the byte masks, the set-up register, its skid
-# register.
+# Groups: the sequencer's registers, pad8, the byte masks (which take the decision from
+# KeptLuts of their copy), the set-up register, its skid register.
 ROW_LOAD_GROUPS = 5
+
+# Lanes of the byte masks that load on one cell.
+MASK_GROUP = 8
+
+
+def _goes(have_row, in_data, room, data_valid):
+    """The current word goes: there is a row and room, and the word is pad or its data
+    word is offered."""
+    return have_row & room & (~in_data | data_valid)
+
+
+def _loads_row(have_row, in_data, end, room, data_valid):
+    """The next row loads: there is none, or the current word is the row's last and goes."""
+    return ~have_row | (_goes(have_row, in_data, room, data_valid) & end)
 
 
 class PadRow(data.Struct):
@@ -104,7 +119,8 @@ class PadInserter(wiring.Component):
         # masks of its first and last words, decoded as it is loaded, so the word path
         # only compares a counter against registers.
         next_rows = [Signal(name=f"next_row{k}") for k in range(ROW_LOAD_GROUPS)]
-        next_row, pad8_next_row, masks_next_row, setup_take, setup_skid_take = next_rows
+        # (The masks load on cells of their own, from their copy of the state.)
+        next_row, pad8_next_row, _, setup_take, setup_skid_take = next_rows
         setup_valid, setup = self._setup(m, index_bits, setup_take, setup_skid_take)
         ones = Const((1 << width) - 1, width)
         # `rest` of the word before the first data word, and of the last data word, each
@@ -130,10 +146,11 @@ class PadInserter(wiring.Component):
         at_start = Signal()                     # the current word is the row's first
         room = Signal()
         # `in_data`: the current word holds data; `end`: it is the row's last.
-        have_row, in_data, end, go = self._row_load_decisions(
+        copies = self._row_load_decisions(
             m, next_rows, room, self.data.valid,
             loaded=(setup_valid, setup.first_in_data, setup.words_m1 == 0),
             stepped=lambda in_data: (Mux(in_data, ~rest_off, rest_on), rest_one))
+        have_row, in_data, end, go = copies[0]
         m.d.comb += self.data.ready.eq(have_row & in_data & room)
         with m.If(next_row):
             m.d.sync += [
@@ -158,11 +175,18 @@ class PadInserter(wiring.Component):
             ]
         with m.If(pad8_next_row):
             m.d.sync += pad8.eq(setup.pad8)
-        with m.If(masks_next_row):
-            m.d.sync += [
-                head_mask.eq(ones << setup.head),
-                tail_mask.eq(ones >> ~setup.end_off),
-            ]
+        # The masks' bits sit with their lanes, across the datapath: each MASK_GROUP
+        # lanes load on a cell of their own (a KeptLut of the masks' copy of the
+        # sequencer's state), which the placer can put among them.
+        masks_state = Cat(*copies[2][:3], room, self.data.valid)
+        new_head, new_tail = ones << setup.head, ones >> ~setup.end_off
+        for lo in range(0, width, MASK_GROUP):
+            load = m.submodules[f"masks_load{lo // MASK_GROUP}"] = KeptLut(
+                len(masks_state), truth_table(_loads_row, len(masks_state)))
+            m.d.comb += load.a.eq(masks_state)
+            with m.If(load.z):
+                m.d.sync += [head_mask[lo:lo + MASK_GROUP].eq(new_head[lo:lo + MASK_GROUP]),
+                             tail_mask[lo:lo + MASK_GROUP].eq(new_tail[lo:lo + MASK_GROUP])]
 
         # Words are W-aligned and W is a multiple of 8, so byte p of any word is at an
         # address = p (mod 8): the pad word is pad8 repeated.
@@ -192,23 +216,23 @@ class PadInserter(wiring.Component):
         its own copy of the word sequencer's state, `have_row`, `in_data` and `end`,
         which loads `loaded` (the set-up row's values) with the row, and `stepped(in_data)`
         (`in_data` and `end` of the word after this one) as a word goes. A copy's update
-        goes through its own decision, so synthesis keeps the copies apart. Returns the
-        first copy's state and whether its current word goes."""
+        goes through its own decision, so synthesis keeps the copies apart. Returns each
+        copy's state and whether its current word goes."""
         copies = []
         for k, next_row in enumerate(next_rows):
             state = [Signal(name=f"{field}{k}") for field in ("have_row", "in_data", "end")]
             have_row, in_data, end = state
             go = Signal(name=f"go{k}")
             m.d.comb += [
-                go.eq(have_row & room & (~in_data | data_valid)),
-                next_row.eq(~have_row | (go & end)),
+                go.eq(_goes(have_row, in_data, room, data_valid)),
+                next_row.eq(_loads_row(have_row, in_data, end, room, data_valid)),
             ]
             with m.If(next_row):
                 m.d.sync += [reg.eq(value) for reg, value in zip(state, loaded)]
             with m.Elif(go):
                 m.d.sync += [reg.eq(value) for reg, value in zip(state[1:], stepped(in_data))]
             copies.append((*state, go))
-        return copies[0]
+        return copies
 
     def _setup(self, m, index_bits, take, skid_take):
         """The set-up register in front of the row registers, and the word counts the row

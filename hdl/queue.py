@@ -63,16 +63,18 @@ class BypassQueue(wiring.Component):
     of its own.
 
     The reader's `r_en` often comes from afar, and the output register is wide, its bits
-    wherever their loads are: each OUTPUT_GROUP_BITS of it take "the output register is
-    free" from a cell of their own (a KeptLut), which the placer can put among them, and
+    wherever their loads are: each OUTPUT_GROUP_BITS of it (split further at the bit
+    offsets `split_at`) take "the output register is free" from a cell of their own (a KeptLut), which the placer can put among them, and
     the queue's pointers and counts work it out again beside them. Whether the inner
     queue holds an entry, which picks the output register's input, is a register.
     """
 
-    def __init__(self, *, width, depth):
+    def __init__(self, *, width, depth, split_at=()):
         assert depth >= 2
         self.width = width
         self.depth = depth
+        bounds = sorted({0, width, *range(0, width, OUTPUT_GROUP_BITS), *split_at})
+        self._groups = list(zip(bounds, bounds[1:]))
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "w_rdy_next": Out(1),
@@ -124,8 +126,7 @@ class BypassQueue(wiring.Component):
         m.d.comb += self.r_rdy_next.eq(Mux(out_free, has_head | self.w_en, self.r_rdy))
         m.d.sync += self.r_rdy.eq(self.r_rdy_next)
         loaded = Mux(has_head, head.data, self.w_data)
-        for group, lo in enumerate(range(0, self.width, OUTPUT_GROUP_BITS)):
-            hi = min(lo + OUTPUT_GROUP_BITS, self.width)
+        for group, (lo, hi) in enumerate(self._groups):
             free = m.submodules[f"out_free{group}"] = KeptLut(2, truth_table(_free, 2))
             m.d.comb += free.a.eq(Cat(self.r_rdy, self.r_en))
             with m.If(free.z):

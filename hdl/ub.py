@@ -1,6 +1,6 @@
 """The Unified Buffer: one memory of W-byte words with arbitrated requester ports."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -91,11 +91,14 @@ class _RequestSlots:
 
         # Which slot is served next, and whether any is (unless both are empty). Each bit
         # of the head takes these decisions as inputs: they are `KeptLut`s, as ABC would
-        # otherwise fold them into every bit's logic. Only the choice between the two
-        # candidates (each slot's, a new request or the held one, is picked by its
-        # `ready` register) and, for the enables, whether any is served wait on this
-        # cycle's handshakes. With none served nothing is stored, whatever the address
-        # and data, and a read's word goes to no one (`rvalid` follows `served`).
+        # otherwise fold them into every bit's logic, and each memory part's head bits
+        # have a copy of their own, which the placer can put beside them (as the slots'
+        # own registers have), so the requesters' `valid`s, not one decision's net to
+        # every part, cross the device. Only the choice between the two candidates (each
+        # slot's, a new request or the held one, is picked by its `ready` register) and,
+        # for the enables, whether any is served wait on this cycle's handshakes. With
+        # none served nothing is stored, whatever the address and data, and a read's word
+        # goes to no one (`rvalid` follows `served`).
         valids = [requester.valid for requester in requesters]
         decisions = {
             "second": (lambda v0, v1, r0, r1, favour:
@@ -104,39 +107,53 @@ class _RequestSlots:
             "any": (lambda v0, v1, r0, r1: _full_next(r0, v0) | _full_next(r1, v1),
                     Cat(*valids, *readies)),
         }
-        kept = {}
-        for key, (function, inputs) in decisions.items():
-            lut = m.submodules[f"{name}_{key}"] = KeptLut(
-                len(inputs), truth_table(function, len(inputs)))
-            m.d.comb += lut.a.eq(inputs)
-            kept[key] = lut.z
-        served_next = [~test_uses & full_next[0] & ~kept["second"],
-                       ~test_uses & full_next[1] & kept["second"]]
+
+        def decide(copy, keys):
+            kept = {}
+            for key in keys:
+                function, inputs = decisions[key]
+                lut = m.submodules[f"{name}_{copy}_{key}"] = KeptLut(
+                    len(inputs), truth_table(function, len(inputs)))
+                m.d.comb += lut.a.eq(inputs)
+                kept[key] = lut.z
+            return kept
+
+        control = decide("control", ["second"])
+        served_next = [~test_uses & full_next[0] & ~control["second"],
+                       ~test_uses & full_next[1] & control["second"]]
         m.d.sync += [served.eq(value) for served, value in zip(self.served, served_next)]
         m.d.sync += [ready.eq(~is_full | served)
                      for ready, is_full, served in zip(readies, full_next, served_next)]
         m.d.sync += favour.eq(Mux(served_next[0], 1, Mux(served_next[1], 0, favour)))
 
-        def upcoming(field):
-            """`field` of what the head holds next."""
-            candidates = [Mux(ready, getattr(requester, field), slot[field])
+        def upcoming(field, kept, part=None):
+            """`field` of what the head holds next (its `part`-th share, if given)."""
+            def share(value):
+                value = Value.cast(value)
+                return value if part is None else value.word_select(part, len(value) // parts)
+            candidates = [Mux(ready, share(getattr(requester, field)), share(slot[field]))
                           for ready, requester, slot in zip(readies, requesters, slots)]
             from_slot = Mux(kept["second"], candidates[1], candidates[0])
             if field == enable:
                 from_slot = Mux(kept["any"], from_slot, 0)
-            return Mux(test_uses, test[field], from_slot)
+            return Mux(test_uses, share(test[field]), from_slot)
 
-        # The address reaches every block RAM: a copy per memory part, placed near it.
-        next_addr = upcoming("addr")
+        # Per memory part, from the part's own decisions: a copy of the address (which
+        # reaches every block RAM) and the part's share of the other fields.
         self.head_addrs = []
+        shares = {field: [] for field in fields if field != "addr"}
         for k in range(parts):
-            copy = m.submodules[f"{name}_head_addr{k}"] = RegisterCopy(len(next_addr))
-            m.d.comb += copy.d.eq(next_addr)
+            kept = decide(f"part{k}", ["second", "any"] if enable else ["second"])
+            copy = m.submodules[f"{name}_head_addr{k}"] = RegisterCopy(
+                len(requesters[0].addr))
+            m.d.comb += copy.d.eq(upcoming("addr", kept))
             self.head_addrs.append(copy.q)
-        self.head = {field: Signal.like(getattr(requesters[0], field), reset_less=True,
-                                        name=f"{name}_head_{field}")
-                     for field in fields if field != "addr"}
-        m.d.sync += [reg.eq(upcoming(field)) for field, reg in self.head.items()]
+            for field, part_shares in shares.items():
+                reg = Signal(len(getattr(requesters[0], field)) // parts, reset_less=True,
+                             name=f"{name}_head{k}_{field}")
+                m.d.sync += reg.eq(upcoming(field, kept, k))
+                part_shares.append(reg)
+        self.head = {field: Cat(*part_shares) for field, part_shares in shares.items()}
 
 
 class UnifiedBuffer(wiring.Component):

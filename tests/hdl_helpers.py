@@ -8,6 +8,7 @@ both high.
 from amaranth.sim import Simulator
 
 from hdl.commands import CommandKind
+from hdl.intake import ENGINE_PIPES
 from model.isa import COPY_OPCODES, OPCODE_BITS, OP_BY_OPCODE, Opcode, Pipe, decode, op_pipe
 
 
@@ -97,13 +98,16 @@ def command_kind_of(op, values):
 
 
 def first_word_route(word):
-    """(one-word command, pipe, kind) of the command `word` starts, from the isa tables:
-    the fields of an intake.RoutedWord."""
+    """(one-word command, pipe, kind, flag_to) of the command `word` starts, from the isa
+    tables: the fields of an intake.RoutedWord (flag_to: the pipe's bit of ENGINE_PIPES,
+    for a one-word command of an engine pipe)."""
     op = OP_BY_OPCODE.get(word & ((1 << OPCODE_BITS) - 1))
     if op is None:
-        return 0, Pipe.EXTERNAL, CommandKind.IMMEDIATE
+        return 0, Pipe.EXTERNAL, CommandKind.IMMEDIATE, 0
     _, values = decode([word] + [0] * (op.words - 1))
-    return int(op.words == 1), op_pipe(op, values), command_kind_of(op, values)
+    flag, pipe = int(op.words == 1), op_pipe(op, values)
+    flag_to = 1 << ENGINE_PIPES.index(pipe) if flag and pipe in ENGINE_PIPES else 0
+    return flag, pipe, command_kind_of(op, values), flag_to
 
 
 def pad8(pad_val, es):

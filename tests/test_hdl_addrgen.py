@@ -118,8 +118,9 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
         for copy in copies:
             # The checker's flags of the copy's counts, as the test last set them.
             geom = copy["geom"]
-            many = {f"{name}_many": int(geom[name] > 1) for name in LOOP_COUNTS}
-            await stream_put(ctx, dut.copy, {**copy, "geom": {**geom, **many}})
+            flags = {f"{name}_many": int(geom[name] > 1) for name in LOOP_COUNTS}
+            flags.update({f"{name}_two": int(geom[name] == 2) for name in LOOP_COUNTS})
+            await stream_put(ctx, dut.copy, {**copy, "geom": {**geom, **flags}})
 
     async def consumer(ctx):
         idle = 0

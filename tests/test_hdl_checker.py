@@ -54,6 +54,7 @@ def expected_result(kind, values, regs, profile):
     geom.update(es=DTYPES[values["dtype"]].size, empty=int(g.empty),
                 select=values.get("data_select_bit", 0))
     geom.update({f"{name}_many": int(getattr(g, name) > 1) for name in LOOP_COUNTS})
+    geom.update({f"{name}_two": int(getattr(g, name) == 2) for name in LOOP_COUNTS})
     if not g.empty:
         geom.update(src_end=g.src_end(), dst_end=g.dst_end())
     return error, geom, passthrough

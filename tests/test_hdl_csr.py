@@ -117,7 +117,7 @@ def test_command_fifo_free_space_and_backpressure():
     run_sim(dut, bench, background=[engine], timeout=5000)
     assert [entry.word for entry in taken] == words[:len(taken)]
     # Each word comes with its route as a command's first word.
-    assert [(entry.flag, entry.pipe, entry.kind) for entry in taken] == [
+    assert [(entry.flag, entry.pipe, entry.kind, entry.flag_to) for entry in taken] == [
         first_word_route(entry.word) for entry in taken]
     assert any(entry.flag for entry in taken) and not all(entry.flag for entry in taken)
 

@@ -80,8 +80,9 @@ def run_stream(items, stall, rng, depth=8, hold=None, routed=False):
         for _, _, words in items:
             for word in words:
                 if routed:
-                    flag, pipe, kind = first_word_route(word)
-                    word = {"word": word, "flag": flag, "pipe": pipe, "kind": kind}
+                    flag, pipe, kind, flag_to = first_word_route(word)
+                    word = {"word": word, "flag": flag, "pipe": pipe, "kind": kind,
+                            "flag_to": flag_to}
                 await stream_put(ctx, dut.intake.words, word)
         for _ in range(10):
             await ctx.tick()

@@ -8,10 +8,12 @@ from hdl.queue import BypassQueue
 from hdl_helpers import run_sim
 
 
-def _run(depth, count, put_rate, get_rate, seed):
-    dut = BypassQueue(width=16, depth=depth)
+def _run(depth, count, put_rate, get_rate, seed, split_at=(), spread=1):
+    """Queues the values `spread` * 1 to `spread` * count, modulo 2**16."""
+    dut = BypassQueue(width=16, depth=depth, split_at=split_at)
     rng = random.Random(seed)
-    sent, got, levels, refused = list(range(1, count + 1)), [], [], []
+    sent = [spread * value % (1 << 16) for value in range(1, count + 1)]
+    got, levels, refused = [], [], []
     rdys = []           # per cycle ((r_rdy, w_rdy), (r_rdy_next, w_rdy_next))
 
     async def bench(ctx):
@@ -51,6 +53,14 @@ def test_keeps_order_under_stalls(depth, seed):
     assert refused, "the writer never saw the queue full"
     # UbReader relies on this: its credit rule keeps the level below depth - 1
     assert min(refused) >= depth - 1
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_output_groups_split_at_given_bits(seed):
+    # An odd multiple of 1 to 300 sets bits of every group, so a group loading on a
+    # wrong cycle shows.
+    got, _, _ = _run(3, 300, 0.7, 0.6, seed, split_at=(3, 9), spread=0x9E37)
+    assert got == [0x9E37 * value % (1 << 16) for value in range(1, 301)]
 
 
 def test_fills_to_depth():
