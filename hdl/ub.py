@@ -91,10 +91,10 @@ class _RequestSlots:
 
         # Which slot is served next, and whether any is (unless both are empty). Each bit
         # of the head takes these decisions as inputs: they are `KeptLut`s, as ABC would
-        # otherwise fold them into every bit's logic, and each memory part's head bits
-        # have a copy of their own, which the placer can put beside them (as the slots'
-        # own registers have), so the requesters' `valid`s, not one decision's net to
-        # every part, cross the device. Only the choice between the two candidates (each
+        # otherwise fold them into every bit's logic, and each memory part's share of the
+        # data and enables has a copy of its own, which the placer can put beside it, so
+        # the requesters' `valid`s, not one decision's net to every part, cross the
+        # device. Only the choice between the two candidates (each
         # slot's, a new request or the held one, is picked by its `ready` register) and,
         # for the enables, whether any is served wait on this cycle's handshakes. With
         # none served nothing is stored, whatever the address and data, and a read's word
@@ -138,16 +138,18 @@ class _RequestSlots:
                 from_slot = Mux(kept["any"], from_slot, 0)
             return Mux(test_uses, share(test[field]), from_slot)
 
-        # Per memory part, from the part's own decisions: a copy of the address (which
-        # reaches every block RAM) and the part's share of the other fields.
+        # The address, picked once beside the slots (by the control's decisions), reaches
+        # every block RAM: a copy per memory part, free to sit by the part's blocks.
+        next_addr = upcoming("addr", control)
         self.head_addrs = []
-        shares = {field: [] for field in fields if field != "addr"}
         for k in range(parts):
-            kept = decide(f"part{k}", ["second", "any"] if enable else ["second"])
-            copy = m.submodules[f"{name}_head_addr{k}"] = RegisterCopy(
-                len(requesters[0].addr))
-            m.d.comb += copy.d.eq(upcoming("addr", kept))
+            copy = m.submodules[f"{name}_head_addr{k}"] = RegisterCopy(len(next_addr))
+            m.d.comb += copy.d.eq(next_addr)
             self.head_addrs.append(copy.q)
+        # Each part's share of the other fields, from the part's own decisions.
+        shares = {field: [] for field in fields if field != "addr"}
+        for k in range(parts if shares else 0):
+            kept = decide(f"part{k}", ["second", "any"] if enable else ["second"])
             for field, part_shares in shares.items():
                 reg = Signal(len(getattr(requesters[0], field)) // parts, reset_less=True,
                              name=f"{name}_head{k}_{field}")
