@@ -54,6 +54,16 @@ def _set_bases(m, bases, step, value):
         m.d.sync += bases[2].eq(value)
 
 
+def _row_fields(row, copy, last, new_sid):
+    """Assignments of `row`'s fields that come from its `copy` as they are, and its
+    `last` and `new_sid`."""
+    geom = copy.geom
+    return [row.length.eq(geom.len_burst), row.left.eq(geom.left_bytes),
+            row.extent.eq(geom.row_bytes), row.select.eq(geom.select),
+            row.pad8.eq(copy.pad8), row.sid.eq(copy.sid), row.cache.eq(copy.cache),
+            row.last.eq(last), row.new_sid.eq(new_sid)]
+
+
 def _next_step(at_end):
     """How the row after one at these loop ends (n_burst, loop1, loop2) is reached."""
     return Mux(at_end[0], Mux(at_end[1], Step.LOOP2, Step.LOOP1), Step.ROW)
@@ -203,29 +213,9 @@ class AddressGenerator(wiring.Component):
         # The row made: walked while a copy is walked, else the first of the copy taken.
         first_sid = Signal()
         with m.If(walking):
-            m.d.comb += [
-                row.length.eq(job.geom.len_burst),
-                row.left.eq(job.geom.left_bytes),
-                row.extent.eq(job.geom.row_bytes),
-                row.select.eq(job.geom.select),
-                row.pad8.eq(job.pad8),
-                row.sid.eq(job.sid),
-                row.cache.eq(job.cache),
-                row.last.eq(ending),
-                row.new_sid.eq(0),
-            ]
+            m.d.comb += _row_fields(row, job, last=ending, new_sid=0)
         with m.Else():
-            m.d.comb += [
-                row.length.eq(incoming.geom.len_burst),
-                row.left.eq(incoming.geom.left_bytes),
-                row.extent.eq(incoming.geom.row_bytes),
-                row.select.eq(incoming.geom.select),
-                row.pad8.eq(incoming.pad8),
-                row.sid.eq(incoming.sid),
-                row.cache.eq(incoming.cache),
-                row.last.eq(first_ending),
-                row.new_sid.eq(first_sid),
-            ]
+            m.d.comb += _row_fields(row, incoming, last=first_ending, new_sid=first_sid)
         with m.If(walk):
             m.d.sync += step.eq(next_step)
             with m.If(ending):

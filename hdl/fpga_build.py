@@ -205,8 +205,9 @@ def late_registers(report, period):
     late = {}
     for (cell, _), arrival in arrivals.items():
         if arrival > period:
-            count, latest = late.get(_cell_origin(cell), (0, 0.0))
-            late[_cell_origin(cell)] = (count + 1, max(latest, arrival))
+            origin = _cell_origin(cell)
+            count, latest = late.get(origin, (0, 0.0))
+            late[origin] = (count + 1, max(latest, arrival))
     registers = [LateRegister(name, count, arrival)
                  for name, (count, arrival) in late.items()]
     return sorted(registers, key=lambda r: (-r.arrival, r.name)), len(arrivals)

@@ -64,8 +64,9 @@ class BypassQueue(wiring.Component):
 
     The reader's `r_en` often comes from afar, and the output register is wide, its bits
     wherever their loads are: each OUTPUT_GROUP_BITS of it (split further at the bit
-    offsets `split_at`) take "the output register is free" from a cell of their own (a KeptLut), which the placer can put among them, and
-    the queue's pointers and counts work it out again beside them. Whether the inner
+    offsets `split_at`) take "the output register is free" from a cell of their own (a
+    KeptLut), which the placer can put among them, and the queue's pointers and counts
+    work it out again beside them. Whether the inner
     queue holds an entry, which picks the output register's input, is a register.
     """
 
