@@ -21,21 +21,28 @@ def wrap_incr(ptr, depth):
     return Mux(ptr == depth - 1, 0, ptr + 1)
 
 
-def pass_or_queue(m, queue, valid, data, out, select=None):
+def pass_or_queue(m, queue, valid, data, out, select=None, valid_next=None):
     """Drives stream `out` from an item that cannot be held back (`valid`, `data`: an R
     beat, a B response's Completion, a landed UB word): it goes straight on to `out` when
     nothing is queued and `out` takes it, and into `queue` (a BypassQueue) otherwise,
     whose head goes first. `out` is then one mux from `data` or a register. `select` is a
     copy of `queue.r_rdy` (a `RegisterCopy` near the payload's loads) that picks the
-    payload, or `queue.r_rdy` itself."""
+    payload, or `queue.r_rdy` itself. `valid_next`, if given, is the value `valid` takes
+    on the next edge (`valid` being a register): `out.valid` is then a register too, so
+    the consumer's decisions start at a flip-flop."""
     waiting = queue.r_rdy
     m.d.comb += [
         queue.w_data.eq(data),
         queue.w_en.eq(valid & (waiting | ~out.ready)),
         out.payload.eq(Mux(waiting if select is None else select, queue.r_data, data)),
-        out.valid.eq(waiting | valid),
         queue.r_en.eq(out.ready),
     ]
+    if valid_next is None:
+        m.d.comb += out.valid.eq(waiting | valid)
+    else:
+        offered = Signal(name="offered")
+        m.d.sync += offered.eq(queue.r_rdy_next | valid_next)
+        m.d.comb += out.valid.eq(offered)
 
 
 class BypassQueue(wiring.Component):

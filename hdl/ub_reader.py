@@ -78,7 +78,9 @@ class UbReader(wiring.Component):
     that has landed while nothing is queued goes straight on to `words` if it is taken
     there, and into the queue otherwise; so a stream of words flows through at one per
     cycle with four in flight (three in the UB, one landed) and none queued; `depth` >= 5
-    keeps that rate, also while the queue drains after a stall.
+    keeps that rate, also while the queue drains after a stall. `words.valid` is a
+    register (a word is landed or queued), loaded from the UB's `rvalid` and the queue's
+    next state, so the consumer's decisions to take a word start at a flip-flop.
     """
 
     def __init__(self, width_bytes, depth=5):
@@ -117,7 +119,7 @@ class UbReader(wiring.Component):
             self.ub.valid.eq((active | self.rows.valid) & has_room),
             self.rows.ready.eq(~active & issued),
         ]
-        pass_or_queue(m, queue, landed_valid, landed, self.words)
+        pass_or_queue(m, queue, landed_valid, landed, self.words, valid_next=self.ub.rvalid)
         return m
 
 
