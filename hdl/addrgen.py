@@ -157,9 +157,12 @@ class AddressGenerator(wiring.Component):
         # A request is registered before it ends the copy, so the copy-number compare is
         # not in front of the loop counters' enables.
         aborted = Signal()
-        ending = last_row | aborted
+        hit = self.abort.valid & (self.abort.copy == number)
         with m.If(walking):
-            m.d.sync += aborted.eq(aborted | (self.abort.valid & (self.abort.copy == number)))
+            m.d.sync += aborted.eq(aborted | hit)
+        # last_row | aborted, as a register of its own: it picks the at-end flags that
+        # decide the next step, so no gate of the two lies in front of them.
+        ending = Signal()
 
         take = self.copy.valid & self.copy.ready
         m.d.comb += [self.copy.ready.eq(~walking & advance),
@@ -168,6 +171,9 @@ class AddressGenerator(wiring.Component):
 
         walk = Signal()
         m.d.comb += [walk.eq(walking & advance), put.eq(walk | (take & ~incoming.geom.empty))]
+        # A copy is taken only while none is walked, and taking one clears `aborted`.
+        m.d.sync += ending.eq(Mux(walk | take, moved[0] & moved[1] & moved[2], last_row) |
+                              (~take & (aborted | (walking & hit))))
         with m.If(walk | take):
             m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
             m.d.sync += [next_step.eq(_next_step(moved)),
