@@ -1,5 +1,6 @@
 """hdl.addrgen.AddressGenerator against the seed's C loops."""
 
+import json
 import random
 
 import pytest
@@ -8,6 +9,8 @@ from amaranth.hdl import Shape
 
 from hdl.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
 from hdl.checker import COPY_KINDS, LOOP_COUNTS, geometry_layout, has_loops
+from hdl.ecp5 import Ecp5Target
+from hdl.fpga_build import write_verilog, yosys
 from hdl.layouts import FirstSplit
 from hdl.legalizer import first_split
 from hdl.ub_reader import ub_words_m1
@@ -215,3 +218,16 @@ def test_abort_of_another_copy_does_nothing(copy_number):
 @pytest.mark.parametrize("kind", COPY_KINDS)
 def test_addrgen_converts(kind):
     assert "module" in verilog.convert(AddressGenerator(kind))
+
+
+def test_ending_is_a_flip_flop(tmp_path):
+    """After synth_ecp5, "the walked row ends the copy" (last row or aborted) is a
+    flip-flop's output, so no gate of the two lies in front of the at-end flags."""
+    top = "generator"
+    write_verilog(AddressGenerator(COPY_KINDS[0], W), top, tmp_path / f"{top}.v", Ecp5Target())
+    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
+    module = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]
+    ending = module["netnames"]["ending"]["bits"]
+    drivers = [cell["type"] for cell in module["cells"].values()
+               if any(cell["connections"].get(port) == ending for port in ("Q", "Z", "F"))]
+    assert drivers == ["TRELLIS_FF"]
