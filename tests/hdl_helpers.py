@@ -5,9 +5,13 @@ clock edge samples, so a transfer is recorded exactly on the edge where valid an
 both high.
 """
 
+import json
+
 from amaranth.sim import Simulator
 
 from hdl.commands import CommandKind
+from hdl.ecp5 import Ecp5Target
+from hdl.fpga_build import write_verilog, yosys
 from hdl.intake import ENGINE_PIPES
 from model.isa import COPY_OPCODES, OPCODE_BITS, OP_BY_OPCODE, Opcode, Pipe, decode, op_pipe
 
@@ -114,3 +118,17 @@ def pad8(pad_val, es):
     """The pad pattern of 8 UB bytes (layouts.RowJob.pad8): the low es bytes of pad_val,
     repeated."""
     return int.from_bytes(pad_val.to_bytes(8, "little")[:es] * (8 // es), "little")
+
+
+def synth_ecp5_module(component, top, directory):
+    """The Yosys JSON module of `component` after synth_ecp5, its blocks in their ECP5
+    primitive form (what `make fpga` builds)."""
+    write_verilog(component, top, directory / f"{top}.v", Ecp5Target())
+    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", directory)
+    return json.loads((directory / f"{top}.json").read_text())["modules"][top]
+
+
+def driver_types(module, bits):
+    """The types of the cells of a synthesized `module` whose output is the nets `bits`."""
+    return [cell["type"] for cell in module["cells"].values()
+            if any(cell["connections"].get(port) == bits for port in ("Q", "Z", "F"))]

@@ -1,6 +1,5 @@
 """hdl.addrgen.AddressGenerator against the seed's C loops."""
 
-import json
 import random
 
 import pytest
@@ -9,13 +8,11 @@ from amaranth.hdl import Shape
 
 from hdl.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
 from hdl.checker import COPY_KINDS, LOOP_COUNTS, geometry_layout, has_loops
-from hdl.ecp5 import Ecp5Target
-from hdl.fpga_build import write_verilog, yosys
 from hdl.layouts import FirstSplit
 from hdl.legalizer import first_split
 from hdl.ub_reader import ub_words_m1
 from axi_model import mark_new_sids
-from hdl_helpers import run_sim, stream_put
+from hdl_helpers import driver_types, run_sim, stream_put, synth_ecp5_module
 from model.isa import Opcode
 
 ES = (1, 2, 4, 8)
@@ -223,11 +220,5 @@ def test_addrgen_converts(kind):
 def test_ending_is_a_flip_flop(tmp_path):
     """After synth_ecp5, "the walked row ends the copy" (last row or aborted) is a
     flip-flop's output, so no gate of the two lies in front of the at-end flags."""
-    top = "generator"
-    write_verilog(AddressGenerator(COPY_KINDS[0], W), top, tmp_path / f"{top}.v", Ecp5Target())
-    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
-    module = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]
-    ending = module["netnames"]["ending"]["bits"]
-    drivers = [cell["type"] for cell in module["cells"].values()
-               if any(cell["connections"].get(port) == ending for port in ("Q", "Z", "F"))]
-    assert drivers == ["TRELLIS_FF"]
+    module = synth_ecp5_module(AddressGenerator(COPY_KINDS[0], W), "generator", tmp_path)
+    assert driver_types(module, module["netnames"]["ending"]["bits"]) == ["TRELLIS_FF"]

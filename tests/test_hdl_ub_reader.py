@@ -1,14 +1,11 @@
 """UbReader against a UB read port model: every row's words in order, at full rate."""
 
-import json
 import random
 
 import pytest
 
-from hdl.ecp5 import Ecp5Target
-from hdl.fpga_build import write_verilog, yosys
 from hdl.ub_reader import UbReader
-from hdl_helpers import run_sim
+from hdl_helpers import driver_types, run_sim, synth_ecp5_module
 
 W = 32
 
@@ -107,11 +104,5 @@ def test_drains_at_full_rate_after_a_stall():
 def test_words_valid_is_a_flip_flop(tmp_path):
     """After synth_ecp5, `words.valid` is a flip-flop's output with no gate after it, so
     the consumer's decisions to take a word start at a register."""
-    top = "reader"
-    write_verilog(UbReader(4), top, tmp_path / f"{top}.v", Ecp5Target())
-    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
-    module = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]
-    valid = module["ports"]["words__valid"]["bits"]
-    drivers = [cell["type"] for cell in module["cells"].values()
-               if any(cell["connections"].get(port) == valid for port in ("Q", "Z", "F"))]
-    assert drivers == ["TRELLIS_FF"]
+    module = synth_ecp5_module(UbReader(4), "reader", tmp_path)
+    assert driver_types(module, module["ports"]["words__valid"]["bits"]) == ["TRELLIS_FF"]
