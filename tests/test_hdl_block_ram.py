@@ -2,7 +2,6 @@
 DP16KD replaced by a model of the block in the mode it is used in), and the ECP5 form
 through Yosys's ECP5 synthesis."""
 
-import json
 import random
 
 import pytest
@@ -12,8 +11,7 @@ from amaranth.lib.memory import Memory
 from hdl import block_ram
 from hdl.block_ram import READ_LATENCY, BlockRam, block_shape, dp16kd_count
 from hdl.ecp5 import Ecp5Target
-from hdl.fpga_build import write_verilog, yosys
-from hdl_helpers import run_sim
+from hdl_helpers import run_sim, synth_ecp5_module
 
 
 class Dp16kdModel(Elaboratable):
@@ -141,10 +139,7 @@ def test_shapes_cover_the_cases_tested():
 
 
 def _synthesized_cells(dut, tmp_path):
-    top = "bram"
-    write_verilog(dut, top, tmp_path / f"{top}.v", Ecp5Target())
-    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
-    cells = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]["cells"]
+    cells = synth_ecp5_module(dut, "bram", tmp_path)["cells"]
     by_type = {}
     for cell in cells.values():
         by_type.setdefault(cell["type"], []).append(cell)

@@ -1,7 +1,6 @@
 """hdl.kept_lut.KeptLut: a function's table, and the ECP5 cells that keep it apart."""
 
 import gc
-import json
 import random
 
 import pytest
@@ -10,9 +9,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hdl.ecp5 import Ecp5Target
-from hdl.fpga_build import write_verilog, yosys
 from hdl.kept_lut import KeptLut, lut4_inits, truth_table
+from hdl_helpers import synth_ecp5_module
 
 LOADS = 32
 
@@ -90,11 +88,8 @@ class SharedDecision(wiring.Component):
 
 
 def test_ecp5_form_is_kept_out_of_its_loads(tmp_path):
-    top = "shared"
     table = truth_table(lambda v0, v1, r0, r1, f: (r0 and not v0) or ((not r1 or v1) and f), 5)
-    write_verilog(SharedDecision(table), top, tmp_path / f"{top}.v", Ecp5Target())
-    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
-    module = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]
+    module = synth_ecp5_module(SharedDecision(table), "shared", tmp_path)
     cells = module["cells"].values()
     inputs = set(module["ports"]["a"]["bits"])
     readers = [cell for cell in cells

@@ -3,15 +3,12 @@ Yosys's ECP5 synthesis (one MULT18X18D with its input registers on, enabled by `
 its output register off, and the product registered in fabric flip-flops)."""
 
 import gc
-import json
 import random
 
 import pytest
 
-from hdl.fpga_build import write_verilog, yosys
-from hdl.ecp5 import Ecp5Target
 from hdl.multiplier import OPERAND_BITS, RegisteredMultiplier
-from hdl_helpers import run_sim
+from hdl_helpers import run_sim, synth_ecp5_module
 
 
 @pytest.mark.parametrize("a_bits,b_bits", [(18, 18), (5, 18), (18, 3)])
@@ -46,10 +43,7 @@ def test_operands_wider_than_a_block_are_refused():
 
 
 def test_ecp5_form_is_one_dsp_block_and_a_fabric_product_register(tmp_path):
-    top = "mult"
-    write_verilog(RegisteredMultiplier(17, 18), top, tmp_path / f"{top}.v", Ecp5Target())
-    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
-    module = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]
+    module = synth_ecp5_module(RegisteredMultiplier(17, 18), "mult", tmp_path)
     cells, nets = module["cells"], module["netnames"]
     dsps = [cell for cell in cells.values() if cell["type"] == "MULT18X18D"]
     assert len(dsps) == 1

@@ -1,16 +1,13 @@
 """hdl.register_copy.RegisterCopy: a register, and copies of it that synthesis keeps."""
 
-import json
 import random
 
 from amaranth.hdl import Module, ResetInserter
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.ecp5 import Ecp5Target
-from hdl.fpga_build import write_verilog, yosys
 from hdl.register_copy import RegisterCopy
-from hdl_helpers import run_sim
+from hdl_helpers import run_sim, synth_ecp5_module
 
 WIDTH = 5
 
@@ -76,10 +73,7 @@ def test_reset_clears_q():
 
 
 def test_ecp5_copies_are_not_merged(tmp_path):
-    top = "copies"
-    write_verilog(TwoCopies(), top, tmp_path / f"{top}.v", Ecp5Target())
-    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json", tmp_path)
-    module = json.loads((tmp_path / f"{top}.json").read_text())["modules"][top]
+    module = synth_ecp5_module(TwoCopies(), "copies", tmp_path)
     ffs = [cell for cell in module["cells"].values() if cell["type"] == "TRELLIS_FF"]
     assert len(ffs) == 2 * WIDTH
     assert len({tuple(ff["connections"]["Q"]) for ff in ffs}) == 2 * WIDTH
