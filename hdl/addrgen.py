@@ -171,20 +171,21 @@ class AddressGenerator(wiring.Component):
 
         walk = Signal()
         m.d.comb += [walk.eq(walking & advance), put.eq(walk | (take & ~incoming.geom.empty))]
+        moves = walk | take
+        moved_last = moved[0] & moved[1] & moved[2]
         # A copy is taken only while none is walked, and taking one clears `aborted`.
-        m.d.sync += ending.eq(Mux(walk | take, moved[0] & moved[1] & moved[2], last_row) |
+        m.d.sync += ending.eq(Mux(moves, moved_last, last_row) |
                               (~take & (aborted | (walking & hit))))
-        with m.If(walk | take):
+        with m.If(moves):
             m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
-            m.d.sync += [next_step.eq(_next_step(moved)),
-                         last_row.eq(moved[0] & moved[1] & moved[2])]
+            m.d.sync += [next_step.eq(_next_step(moved)), last_row.eq(moved_last)]
         # Copies of `next_step` for the loop counters and for the at-end flags, apart from
         # the one that picks the walk's bases and strides: the datapath is wide and far,
         # and a decode of one register shared with it would sit among it.
         step_copies = []
         for use in ("count", "flags"):
             copy = m.submodules[f"next_step_{use}"] = RegisterCopy(len(next_step))
-            m.d.comb += copy.d.eq(Mux(walk | take, _next_step(moved), copy.q))
+            m.d.comb += copy.d.eq(Mux(moves, _next_step(moved), copy.q))
             step_copies.append(copy.q)
         count_step, flags_step = step_copies
         # The incoming copy's first row, walked as it is taken.
