@@ -33,9 +33,16 @@ class LineWriter(wiring.Component):
     long, so with W <= 32 a source word is a destination word: no byte moves to another
     lane, and every byte of the row's words is written. A word is on `ub` after the edge
     that takes it from `data`; one word per cycle, the next row's first word right after
-    the last one's. `data.ready` is a choice among registers (the output queue's room,
-    the row state, the row queue's valid), so the source's handshake does not wait on
-    the UB's `ready`, which only steps the output queue (aligner.buffered_output).
+    the last one's.
+
+    A word is offered on `data` only once its row is on `rows` or taken: the row fork
+    queues a row for the UB reader and for this writer on the same edge, and the reader
+    asks for the row's words only after it has taken the row, so the words land at least
+    one edge after the row is on `rows`, behind every word of the rows before it. So
+    `data.ready` is the output queue's room alone, a register (aligner.buffered_output):
+    the UB reader's queue, placed by the block RAMs' read data, takes its read enable
+    straight from a flip-flop, and waits neither on the row queue nor on the UB's `ready`,
+    which only steps the output queue.
     """
 
     def __init__(self, width_bytes):
@@ -56,15 +63,14 @@ class LineWriter(wiring.Component):
 
         word = Signal(ub_write_layout(self._width))
         room = buffered_output(m, self.ub, word, put)
-        has_row = active | self.rows.valid
         m.d.comb += [
             word.addr.eq(now),
             word.data.eq(self.data.payload),
             word.strb.eq((1 << self._width) - 1),
             word.last.eq(at_last),
             word.cmd_last.eq(at_last & Mux(active, cmd_last, new.cmd_last)),
-            self.data.ready.eq(has_row & room),
-            put.eq(self.data.valid & has_row & room),
+            self.data.ready.eq(room),
+            put.eq(self.data.valid & room),
             self.rows.ready.eq(~active & put),
         ]
         with m.If(put & ~active):
