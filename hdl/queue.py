@@ -58,12 +58,13 @@ class BypassQueue(wiring.Component):
     `depth` entries, and a write is refused only while the inner queue is full, that is
     while at least depth - 1 entries are held.
 
-    The inner queue's storage takes every write it has room for, whether or not the
-    entry goes past it: only its pointer waits on that choice, so the storage's write
-    does not wait on `r_en`. An entry that goes straight to the output register is left
-    in a free slot, which the next write overwrites. Likewise the output register loads
-    on every cycle it is free, the inner queue's head or else `w_data`, and only
-    `r_rdy` waits on `w_en`: the wide enables do not.
+    The inner queue's storage writes `w_data` to its next free slot on every cycle it
+    has room, whether or not an entry is written or goes past it: that slot holds
+    nothing until the pointer steps past it, and only the pointer waits on `w_en` and
+    `r_en`. So the storage's write enable is a register, and the storage, whose bits lie
+    wherever the entries' go, does not wait on the handshakes. Likewise the output
+    register loads on every cycle it is free, the inner queue's head or else `w_data`,
+    and only `r_rdy` waits on `w_en`: the wide enables do not.
 
     `r_rdy_next` and `w_rdy_next` are the values `r_rdy` and `w_rdy` take on the next
     edge, for a user that keeps copies of them, or decisions made of them, in registers
@@ -112,7 +113,7 @@ class BypassQueue(wiring.Component):
             self.w_rdy.eq(has_room),
             write.addr.eq(w_ptr),
             write.data.eq(self.w_data),
-            write.en.eq(written),
+            write.en.eq(has_room),
             head.addr.eq(r_ptr),
             self.level.eq(held + self.r_rdy),
         ]
