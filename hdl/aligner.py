@@ -147,7 +147,10 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None):
 
     `skid_take`, if given, is a copy of `take` (the same value every cycle, from other
     gates) that the skid register's side uses instead, so neither net enables both wide
-    registers."""
+    registers. Each OUTPUT_GROUP_BITS of the two registers take their load enable from a
+    cell of their own (a KeptLut), which the placer can put among them, so the gates
+    that decide `valid` and `ready` stay beside those registers and do not go out to
+    the wide registers' bits and back."""
     if skid_take is None:
         skid_take = take
     valid = Signal(name=f"{name}_valid")
@@ -156,12 +159,36 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None):
     skid = Signal(value.shape(), name=f"{name}_skid")
     ready = ~skid_valid
     with m.If(~valid | take):
-        m.d.sync += [valid.eq(skid_valid | valid_in), reg.eq(Mux(skid_valid, skid, value))]
+        m.d.sync += valid.eq(skid_valid | valid_in)
     with m.If(~valid | skid_take):
         m.d.sync += skid_valid.eq(0)
     with m.Elif(ready):
-        m.d.sync += [skid_valid.eq(valid_in), skid.eq(value)]
+        m.d.sync += skid_valid.eq(valid_in)
+    width = Shape.cast(value.shape()).width
+    loaded = Mux(skid_valid, skid, value)
+    for g, lo in enumerate(range(0, width, OUTPUT_GROUP_BITS)):
+        hi = min(lo + OUTPUT_GROUP_BITS, width)
+        reg_load = m.submodules[f"{name}_load{g}"] = KeptLut(2, truth_table(_loads_stage, 2))
+        skid_load = m.submodules[f"{name}_skid_load{g}"] = KeptLut(
+            3, truth_table(_loads_skid, 3))
+        m.d.comb += [reg_load.a.eq(Cat(valid, take)),
+                     skid_load.a.eq(Cat(valid, skid_take, skid_valid))]
+        with m.If(reg_load.z):
+            m.d.sync += reg.as_value()[lo:hi].eq(Value.cast(loaded)[lo:hi])
+        with m.If(skid_load.z):
+            m.d.sync += skid.as_value()[lo:hi].eq(Value.cast(value)[lo:hi])
     return valid, reg, ready
+
+
+def _loads_stage(valid, take):
+    """A skid stage's register loads: it is empty or its word is taken."""
+    return ~valid | take
+
+
+def _loads_skid(valid, skid_take, skid_valid):
+    """A skid stage's skid register loads: the stage is full and not taken, and the skid
+    register is empty."""
+    return valid & ~skid_take & ~skid_valid
 
 
 def _loads_head_row(have_head, nonempty, room, ends_if):
