@@ -191,6 +191,15 @@ def _loads_skid(valid, skid_take, skid_valid):
     return valid & ~skid_take & ~skid_valid
 
 
+def _thermometer_step(filled, push, pops):
+    """The next value of a fill thermometer (bit i: more than i held) when `push` (0 or
+    1) enters and `pops` (0, 1 or 2) leave: bit i becomes bit i - push + pops, bits
+    below 0 being set and bits past the top clear."""
+    padded = Cat(1, filled, 0, 0)               # bit i of `filled` is bit i + 1 here
+    return Cat(*(Mux(push, padded.bit_select(i + pops, 1), padded.bit_select(i + 1 + pops, 1))
+                 for i in range(len(filled))))
+
+
 def _loads_head_row(have_head, nonempty, room, ends_if):
     """The merge's head row register loads: there is none, or the head row's last output
     leaves (`ends_if`: the next output is the row's last and has its words, if there is
@@ -343,7 +352,9 @@ class Aligner(wiring.Component):
         live = Signal(QUEUE_DEPTH)
         rd = Signal(range(QUEUE_DEPTH))
         wr = Signal(range(QUEUE_DEPTH))
-        count = Signal(range(QUEUE_DEPTH + 1))
+        # The queue's fill as a thermometer: bit i is set while it holds more than i
+        # words, so its next value is a shift picked by the handshakes, with no sum.
+        filled = Signal(QUEUE_DEPTH)
         full = Signal()
         # Room is judged on the registered fill alone, so `dst.ready` does not reach back
         # to `src.ready`; the fourth entry makes up for it.
@@ -406,11 +417,11 @@ class Aligner(wiring.Component):
         next_last = Signal()            # k + 1 is the row's last output
         uses_hi = Signal()              # lanes [r, W) come from the hi word
         pops_if = Signal(2)             # entries it retires
-        # The queue's fill as flags, registered with the count, so `emit` is one LUT and
-        # whether the queue will be full is a gate or two from registers.
-        nonempty = Signal()             # count != 0
-        two = Signal()                  # count >= 2
-        almost_full = Signal()          # count == QUEUE_DEPTH - 1
+        # The queue's fill as flags, so `emit` is one LUT and whether the queue will be
+        # full is a gate or two from registers.
+        nonempty = filled[0]
+        two = filled[1]
+        almost_full = Signal()          # QUEUE_DEPTH - 1 words
         ends_if = Signal()              # last & (~uses_hi | two): output k ends the row
         room = Signal()
         emit = Signal()
@@ -419,11 +430,10 @@ class Aligner(wiring.Component):
             emit.eq(nonempty & (~uses_hi | two) & room),
             pops.eq(Mux(emit, pops_if, 0)),
         ]
-        next_count = Signal.like(count)
+        filled_next = _thermometer_step(filled, push, pops)
         # The queue is full next only if it is full now or one short with a word pushed
         # (a full queue takes none), and no entry leaves: no sum on the source's path.
         m.d.comb += [
-            next_count.eq(count + push - pops),
             last_valid_next.eq(Mux(advance, st_valid[-2] if stages > 1 else src_take,
                                    st_valid[-1])),
             full_next.eq(~(emit & pops_if.any()) & (full | (almost_full & st_valid[-1]))),
@@ -431,10 +441,8 @@ class Aligner(wiring.Component):
         ]
         m.d.sync += [
             rd.eq(rd + pops),
-            count.eq(next_count),
-            nonempty.eq(next_count != 0),
-            two.eq(next_count >= 2),
-            almost_full.eq(next_count == QUEUE_DEPTH - 1),
+            filled.eq(filled_next),
+            almost_full.eq(filled_next[QUEUE_DEPTH - 2] & ~filled_next[QUEUE_DEPTH - 1]),
             full.eq(full_next),
         ]
         for i in range(QUEUE_DEPTH):
@@ -508,7 +516,7 @@ class Aligner(wiring.Component):
             m.d.comb += [last_next.eq(next_last),
                          uses_hi_next.eq(~next_last | head_tail)]
         m.d.sync += [last.eq(last_next), uses_hi.eq(uses_hi_next),
-                     ends_if.eq(last_next & (~uses_hi_next | (next_count >= 2)))]
+                     ends_if.eq(last_next & (~uses_hi_next | filled_next[1]))]
 
         word = Signal(self.dst_layout)
         # Lane p comes from the oldest entry (lo) or the next (hi): one ring index per
