@@ -515,8 +515,19 @@ class Aligner(wiring.Component):
             ]
             m.d.comb += [last_next.eq(next_last),
                          uses_hi_next.eq(~next_last | head_tail)]
-        m.d.sync += [last.eq(last_next), uses_hi.eq(uses_hi_next),
-                     ends_if.eq(last_next & (~uses_hi_next | filled_next[1]))]
+        m.d.sync += [last.eq(last_next), uses_hi.eq(uses_hi_next)]
+
+        def ends_if_next(emitting):
+            """last_next & (~uses_hi_next | two after this edge), if `emit` is
+            `emitting`. Emitting, the head row loads if there is none or this output ends
+            it; else only if there is none (`ends_if` implies the output may go)."""
+            two_next = _thermometer_step(filled, push, pops_if if emitting else 0)[1]
+            loaded = next_head.tag.single & (~next_head.tag.uses0 | two_next)
+            if emitting:
+                return Mux(~have_head | ends_if, loaded, next_last & (~head_tail | two_next))
+            return Mux(~have_head, loaded, last & (~uses_hi | two_next))
+        # Worked out for both ways `emit` goes, so `emit` is the last gate before it.
+        m.d.sync += ends_if.eq(Mux(emit, ends_if_next(True), ends_if_next(False)))
 
         word = Signal(self.dst_layout)
         # Lane p comes from the oldest entry (lo) or the next (hi): one ring index per
