@@ -5,7 +5,7 @@ import random
 import pytest
 
 from hdl.queue import BypassQueue
-from hdl_helpers import run_sim
+from hdl_helpers import driver_types, run_sim, synth_ecp5_module
 
 
 def _run(depth, count, put_rate, get_rate, seed, split_at=(), spread=1):
@@ -103,3 +103,14 @@ def test_drains_without_a_gap_after_a_stall():
     run_sim(dut, bench)
     # 4 entries held by edge 3; read from then on: one per cycle, then the next writes
     assert seen == [(3, 1), (4, 2), (5, 3), (6, 4), (7, 7), (8, 8), (9, 9)]
+
+
+
+def test_storage_write_enable_is_a_flip_flop(tmp_path):
+    """After synth_ecp5, the LUT RAM's write enables come straight from a flip-flop (the
+    inner queue has room), so the storage waits on neither handshake."""
+    module = synth_ecp5_module(BypassQueue(width=16, depth=5), "queue", tmp_path)
+    rams = [cell for cell in module["cells"].values() if cell["type"] == "TRELLIS_DPR16X4"]
+    assert rams
+    for ram in rams:
+        assert driver_types(module, ram["connections"]["WRE"]) == ["TRELLIS_FF"]
