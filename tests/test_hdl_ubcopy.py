@@ -7,9 +7,10 @@ import random
 import numpy as np
 import pytest
 
+from hdl.line_writer import LineWriter
 from hdl.ub_reader import ub_words_m1
 from hdl.ubcopy import UbCopyDatapath
-from hdl_helpers import run_sim
+from hdl_helpers import driver_types, run_sim, synth_ecp5_module
 from model.isa import UB_LINE
 
 UB_BYTES = 64 * 1024
@@ -148,3 +149,11 @@ def test_one_word_rows_at_full_rate():
 
     run_sim(dut, bench, timeout=400)
     assert writes == list(range(writes[0], writes[0] + len(commands))), writes
+
+
+def test_line_writer_data_ready_is_a_flip_flop(tmp_path):
+    """After synth_ecp5, the line writer's `data.ready` is a flip-flop's output with no
+    gate after it (its output queue's room), so the UB reader's queue, which it reads,
+    takes its read enable from a register."""
+    module = synth_ecp5_module(LineWriter(32), "writer", tmp_path)
+    assert driver_types(module, module["ports"]["data__ready"]["bits"]) == ["TRELLIS_FF"]
