@@ -164,20 +164,27 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None):
         m.d.sync += skid_valid.eq(0)
     with m.Elif(ready):
         m.d.sync += skid_valid.eq(valid_in)
-    width = Shape.cast(value.shape()).width
-    loaded = Mux(skid_valid, skid, value)
+    load_in_groups(m, name, reg, Mux(skid_valid, skid, value), _loads_stage,
+                   Cat(valid, take))
+    load_in_groups(m, f"{name}_skid", skid, value, _loads_skid,
+                   Cat(valid, skid_take, skid_valid))
+    return valid, reg, ready
+
+
+def load_in_groups(m, name, register, value, loads, inputs):
+    """`register` loads `value` on cycles the function `loads` of the bits `inputs` is
+    high. The register is wide and its bits lie wherever their loads are: each
+    OUTPUT_GROUP_BITS of it take the decision from a cell of their own (a KeptLut),
+    which the placer can put among them."""
+    register, value = Value.cast(register), Value.cast(value)
+    width = len(register)
     for g, lo in enumerate(range(0, width, OUTPUT_GROUP_BITS)):
         hi = min(lo + OUTPUT_GROUP_BITS, width)
-        reg_load = m.submodules[f"{name}_load{g}"] = KeptLut(2, truth_table(_loads_stage, 2))
-        skid_load = m.submodules[f"{name}_skid_load{g}"] = KeptLut(
-            3, truth_table(_loads_skid, 3))
-        m.d.comb += [reg_load.a.eq(Cat(valid, take)),
-                     skid_load.a.eq(Cat(valid, skid_take, skid_valid))]
-        with m.If(reg_load.z):
-            m.d.sync += reg.as_value()[lo:hi].eq(Value.cast(loaded)[lo:hi])
-        with m.If(skid_load.z):
-            m.d.sync += skid.as_value()[lo:hi].eq(Value.cast(value)[lo:hi])
-    return valid, reg, ready
+        load = m.submodules[f"{name}_load{g}"] = KeptLut(
+            len(inputs), truth_table(loads, len(inputs)))
+        m.d.comb += load.a.eq(inputs)
+        with m.If(load.z):
+            m.d.sync += register[lo:hi].eq(value[lo:hi])
 
 
 def _loads_stage(valid, take):
@@ -241,13 +248,9 @@ def buffered_output(m, out, word, put, name="out"):
     for i in range(2):
         m.d.comb += full_next[i].eq((full[i] & ~(take & (rd == i))) | (put & (wr == i)))
     m.d.comb += [wr_next.eq(wr ^ put), rd_next.eq(rd ^ take)]
-    for g, lo in enumerate(range(0, width, OUTPUT_GROUP_BITS)):
-        hi = min(lo + OUTPUT_GROUP_BITS, width)
-        for i, entry in enumerate(entries):
-            load = m.submodules[f"{name}{i}_load{g}"] = KeptLut(2, truth_table(_loads_entry, 2))
-            m.d.comb += load.a.eq(Cat(full[i], wr if i else ~wr))
-            with m.If(load.z):
-                m.d.sync += entry[lo:hi].eq(Value.cast(word)[lo:hi])
+    for i, entry in enumerate(entries):
+        load_in_groups(m, f"{name}{i}", entry, word, _loads_entry,
+                       Cat(full[i], wr if i else ~wr))
     m.d.sync += [
         full.eq(full_next),
         wr.eq(wr_next),

@@ -105,7 +105,6 @@ def test_drains_without_a_gap_after_a_stall():
     assert seen == [(3, 1), (4, 2), (5, 3), (6, 4), (7, 7), (8, 8), (9, 9)]
 
 
-
 def test_storage_write_enable_is_a_flip_flop(tmp_path):
     """After synth_ecp5, the LUT RAM's write enables come straight from a flip-flop (the
     inner queue has room), so the storage waits on neither handshake."""
