@@ -25,12 +25,12 @@ the merged word with no mux in front and which `dst.ready` only steps (see
 buffered_output).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .arith import sum_mod
-from .kept_lut import KeptLut, truth_table
+from .kept_lut import KeptLut, load_in_groups, truth_table
 from .layouts import LEN_BITS
 from .muxes import mux_tree
 from .queue import BypassQueue
@@ -51,10 +51,6 @@ ROTATOR_GROUPS = 2
 # The merge sees the two oldest entries; two more keep the rotator flowing. A power of
 # two: the ring's pointers wrap by truncation.
 QUEUE_DEPTH = 4
-
-# Bits of an output queue's entries (buffered_output) that take their load enable from
-# one cell.
-OUTPUT_GROUP_BITS = 64
 
 # Lanes of the merge's row masks whose bits in the row queue's output register take
 # their load enable from one cell (they sit with their lanes, across the datapath).
@@ -147,10 +143,9 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None):
 
     `skid_take`, if given, is a copy of `take` (the same value every cycle, from other
     gates) that the skid register's side uses instead, so neither net enables both wide
-    registers. Each OUTPUT_GROUP_BITS of the two registers take their load enable from a
-    cell of their own (a KeptLut), which the placer can put among them, so the gates
-    that decide `valid` and `ready` stay beside those registers and do not go out to
-    the wide registers' bits and back."""
+    registers. The two registers load in groups of bits, each on a cell of its own
+    (kept_lut.load_in_groups), so the gates that decide `valid` and `ready` stay beside
+    those registers and do not go out to the wide registers' bits and back."""
     if skid_take is None:
         skid_take = take
     valid = Signal(name=f"{name}_valid")
@@ -164,27 +159,11 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None):
         m.d.sync += skid_valid.eq(0)
     with m.Elif(ready):
         m.d.sync += skid_valid.eq(valid_in)
-    load_in_groups(m, name, reg, Mux(skid_valid, skid, value), _loads_stage,
-                   Cat(valid, take))
-    load_in_groups(m, f"{name}_skid", skid, value, _loads_skid,
-                   Cat(valid, skid_take, skid_valid))
+    load_in_groups(m, name, _loads_stage, Cat(valid, take),
+                   [(reg, Mux(skid_valid, skid, value))])
+    load_in_groups(m, f"{name}_skid", _loads_skid, Cat(valid, skid_take, skid_valid),
+                   [(skid, value)])
     return valid, reg, ready
-
-
-def load_in_groups(m, name, register, value, loads, inputs):
-    """`register` loads `value` on cycles the function `loads` of the bits `inputs` is
-    high. The register is wide and its bits lie wherever their loads are: each
-    OUTPUT_GROUP_BITS of it take the decision from a cell of their own (a KeptLut),
-    which the placer can put among them."""
-    register, value = Value.cast(register), Value.cast(value)
-    width = len(register)
-    for g, lo in enumerate(range(0, width, OUTPUT_GROUP_BITS)):
-        hi = min(lo + OUTPUT_GROUP_BITS, width)
-        load = m.submodules[f"{name}_load{g}"] = KeptLut(
-            len(inputs), truth_table(loads, len(inputs)))
-        m.d.comb += load.a.eq(inputs)
-        with m.If(load.z):
-            m.d.sync += register[lo:hi].eq(value[lo:hi])
 
 
 def _loads_stage(valid, take):
@@ -231,9 +210,9 @@ def buffered_output(m, out, word, put, name="out"):
     fans out to the data. `room` (the entry to be written next is empty) is worked out a
     cycle ahead, so the producer's decision to put starts at a flip-flop, and so is
     `out.valid`, so the consumer's starts at one too. The entries are wide and their bits
-    lie wherever the word's bits go: each OUTPUT_GROUP_BITS of an entry take its load
-    enable, a gate of the queue's registers, from a cell of their own (a KeptLut), which
-    the placer can put among them."""
+    lie wherever the word's bits go: they load in groups of bits, each on a cell of its own
+    (kept_lut.load_in_groups) made of the queue's registers, which the placer can put
+    among them."""
     width = Shape.cast(out.payload.shape()).width
     entries = [Signal(width, name=f"{name}{i}") for i in range(2)]
     full = Signal(2)
@@ -249,8 +228,8 @@ def buffered_output(m, out, word, put, name="out"):
         m.d.comb += full_next[i].eq((full[i] & ~(take & (rd == i))) | (put & (wr == i)))
     m.d.comb += [wr_next.eq(wr ^ put), rd_next.eq(rd ^ take)]
     for i, entry in enumerate(entries):
-        load_in_groups(m, f"{name}{i}", entry, word, _loads_entry,
-                       Cat(full[i], wr if i else ~wr))
+        load_in_groups(m, f"{name}{i}", _loads_entry, Cat(full[i], wr if i else ~wr),
+                       [(entry, word)])
     m.d.sync += [
         full.eq(full_next),
         wr.eq(wr_next),

@@ -1,12 +1,15 @@
 """A small logic function that synthesis keeps as a cell of its own."""
 
-from amaranth.hdl import Const, Instance, Module, Signal
+from amaranth.hdl import Const, Instance, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .ecp5 import Ecp5Target
 
 MAX_INPUTS = 5          # one ECP5 slice: two LUT4 and a PFUMX
+
+# Bits of a wide register that take their load enable from one KeptLut (load_in_groups).
+GROUP_BITS = 64
 
 
 def truth_table(function, width):
@@ -68,3 +71,24 @@ class KeptLut(wiring.Component):
         m.submodules.mux = Instance("PFUMX", a_keep=1, i_ALUT=halves[0], i_BLUT=halves[1],
                                     i_C0=self.a[4], o_Z=self.z)
         return m
+
+
+def load_in_groups(m, name, loads, inputs, pairs, group=GROUP_BITS, split_at=()):
+    """Each register of `pairs` (register, value), all of one width, loads its value on
+    cycles the function `loads` of the bits `inputs` is high.
+
+    The registers are wide and their bits lie wherever their loads are: each `group` bits
+    of them (split further at the bit offsets `split_at`) take the decision from a cell
+    of their own (a KeptLut, `{name}_load{i}`), which the placer can put among them. So
+    the gates that make the decision stay beside the registers they are made of, and do
+    not go out to the wide registers' bits and back."""
+    pairs = [(Value.cast(register), Value.cast(value)) for register, value in pairs]
+    width = len(pairs[0][0])
+    assert all(len(register) == width for register, _ in pairs)
+    bounds = sorted({0, width, *range(0, width, group), *split_at})
+    table = truth_table(loads, len(inputs))
+    for i, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        load = m.submodules[f"{name}_load{i}"] = KeptLut(len(inputs), table)
+        m.d.comb += load.a.eq(inputs)
+        with m.If(load.z):
+            m.d.sync += [register[lo:hi].eq(value[lo:hi]) for register, value in pairs]

@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from model.isa import UB_ADDR_BITS
 from .aligner import buffered_output, dst_word_layout, offset_bits, skid_stage
 from .arith import sum_mod
-from .kept_lut import KeptLut, truth_table
+from .kept_lut import load_in_groups
 from .layouts import EXTENT_BITS, LEFT_BITS, LEN_BITS, ub_word_bits
 
 PAD8_BYTES = 8
@@ -179,14 +179,9 @@ class PadInserter(wiring.Component):
         # lanes load on a cell of their own (a KeptLut of the masks' copy of the
         # sequencer's state), which the placer can put among them.
         masks_state = Cat(*copies[2][:3], room, self.data.valid)
-        new_head, new_tail = ones << setup.head, ones >> ~setup.end_off
-        for lo in range(0, width, MASK_GROUP):
-            load = m.submodules[f"masks_load{lo // MASK_GROUP}"] = KeptLut(
-                len(masks_state), truth_table(_loads_row, len(masks_state)))
-            m.d.comb += load.a.eq(masks_state)
-            with m.If(load.z):
-                m.d.sync += [head_mask[lo:lo + MASK_GROUP].eq(new_head[lo:lo + MASK_GROUP]),
-                             tail_mask[lo:lo + MASK_GROUP].eq(new_tail[lo:lo + MASK_GROUP])]
+        load_in_groups(m, "masks", _loads_row, masks_state,
+                       [(head_mask, ones << setup.head), (tail_mask, ones >> ~setup.end_off)],
+                       group=MASK_GROUP)
 
         # Words are W-aligned and W is a multiple of 8, so byte p of any word is at an
         # address = p (mod 8): the pad word is pad8 repeated.

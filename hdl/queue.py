@@ -5,10 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .kept_lut import KeptLut, truth_table
-
-# Bits of the output register loaded by one copy of "the output register is free".
-OUTPUT_GROUP_BITS = 64
+from .kept_lut import load_in_groups
 
 
 def _free(r_rdy, r_en):
@@ -71,10 +68,10 @@ class BypassQueue(wiring.Component):
     of its own.
 
     The reader's `r_en` often comes from afar, and the output register is wide, its bits
-    wherever their loads are: each OUTPUT_GROUP_BITS of it (split further at the bit
-    offsets `split_at`) take "the output register is free" from a cell of their own (a
-    KeptLut), which the placer can put among them, and the queue's pointers and counts
-    work it out again beside them. Whether the inner
+    wherever their loads are: it loads in groups of bits (split further at the bit
+    offsets `split_at`), each taking "the output register is free" from a cell of its
+    own (kept_lut.load_in_groups), which the placer can put among them, and the queue's
+    pointers and counts work it out again beside them. Whether the inner
     queue holds an entry, which picks the output register's input, is a register.
     """
 
@@ -82,8 +79,7 @@ class BypassQueue(wiring.Component):
         assert depth >= 2
         self.width = width
         self.depth = depth
-        bounds = sorted({0, width, *range(0, width, OUTPUT_GROUP_BITS), *split_at})
-        self._groups = list(zip(bounds, bounds[1:]))
+        self._split_at = tuple(split_at)
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "w_rdy_next": Out(1),
@@ -134,10 +130,7 @@ class BypassQueue(wiring.Component):
         m.d.sync += has_room.eq(self.w_rdy_next)
         m.d.comb += self.r_rdy_next.eq(Mux(out_free, has_head | self.w_en, self.r_rdy))
         m.d.sync += self.r_rdy.eq(self.r_rdy_next)
-        loaded = Mux(has_head, head.data, self.w_data)
-        for group, (lo, hi) in enumerate(self._groups):
-            free = m.submodules[f"out_free{group}"] = KeptLut(2, truth_table(_free, 2))
-            m.d.comb += free.a.eq(Cat(self.r_rdy, self.r_en))
-            with m.If(free.z):
-                m.d.sync += self.r_data[lo:hi].eq(loaded[lo:hi])
+        load_in_groups(m, "out", _free, Cat(self.r_rdy, self.r_en),
+                       [(self.r_data, Mux(has_head, head.data, self.w_data))],
+                       split_at=self._split_at)
         return m

@@ -1,4 +1,4 @@
-"""hdl.kept_lut.KeptLut: a function's table, and the ECP5 cells that keep it apart."""
+"""hdl.kept_lut: KeptLut, a function's table and the ECP5 cells that keep it apart; load_in_groups."""
 
 import gc
 import random
@@ -9,7 +9,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hdl.kept_lut import KeptLut, lut4_inits, truth_table
+from hdl.kept_lut import KeptLut, load_in_groups, lut4_inits, truth_table
 from hdl_helpers import synth_ecp5_module
 
 LOADS = 32
@@ -100,3 +100,66 @@ def test_ecp5_form_is_kept_out_of_its_loads(tmp_path):
     inits = sorted(int(cell["parameters"]["INIT"], 2) for cell in readers
                    if cell["type"] == "LUT4")
     assert inits == sorted(lut4_inits(table, 5))
+
+
+GROUPED_BITS = 20
+GROUP = 8
+SPLIT_AT = (3,)
+GROUP_BOUNDS = (0, 3, 8, 16, 20)       # every GROUP bits, and at SPLIT_AT
+
+
+def _either(x, y):
+    return x | y
+
+
+class GroupedLoads(wiring.Component):
+    """Two registers that load their values, in groups, when either input is high."""
+    a: In(2)
+    x: In(GROUPED_BITS)
+    y: In(GROUPED_BITS)
+    p: Out(GROUPED_BITS)
+    q: Out(GROUPED_BITS)
+
+    def elaborate(self, platform):
+        m = Module()
+        load_in_groups(m, "pq", _either, self.a, [(self.p, self.x), (self.q, ~self.y)],
+                       group=GROUP, split_at=SPLIT_AT)
+        return m
+
+
+def test_grouped_registers_load_when_the_function_is_high():
+    dut = GroupedLoads()
+    rng = random.Random(7)
+    mask = (1 << GROUPED_BITS) - 1
+
+    async def bench(ctx):
+        p = q = 0
+        for _ in range(64):
+            a = rng.getrandbits(2)
+            x, y = rng.getrandbits(GROUPED_BITS), rng.getrandbits(GROUPED_BITS)
+            ctx.set(dut.a, a)
+            ctx.set(dut.x, x)
+            ctx.set(dut.y, y)
+            await ctx.tick()
+            if a:
+                p, q = x, ~y & mask
+            assert (ctx.get(dut.p), ctx.get(dut.q)) == (p, q)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_each_group_loads_on_a_cell_of_its_own(tmp_path):
+    module = synth_ecp5_module(GroupedLoads(), "grouped", tmp_path)
+    inputs = set(module["ports"]["a"]["bits"])
+    readers = [cell for cell in module["cells"].values()
+               if any(bit in inputs for bits in cell["connections"].values() for bit in bits)]
+    # one LUT4 per group, which enables both registers' bits of that group and no other
+    assert [cell["type"] for cell in readers] == ["LUT4"] * (len(GROUP_BOUNDS) - 1)
+    flops = [cell for cell in module["cells"].values() if cell["type"] == "TRELLIS_FF"]
+    enabled = sorted(sum(ff["connections"]["CE"] == lut["connections"]["Z"] for ff in flops)
+                     for lut in readers)
+    sizes = sorted(2 * (hi - lo) for lo, hi in zip(GROUP_BOUNDS, GROUP_BOUNDS[1:]))
+    assert enabled == sizes
