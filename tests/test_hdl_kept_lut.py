@@ -1,4 +1,5 @@
-"""hdl.kept_lut: KeptLut, a function's table and the ECP5 cells that keep it apart; load_in_groups."""
+"""hdl.kept_lut: KeptLut, a function's table and the ECP5 cells that keep it apart; and
+load_in_groups, wide registers that load in groups, each on a KeptLut of its own."""
 
 import gc
 import random
