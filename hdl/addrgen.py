@@ -77,10 +77,10 @@ def _pick(step, choices):
 class AddressGenerator(wiring.Component):
     """Walks the loop nest of a checked copy and emits its rows (layouts.RowJob).
 
-    `copy`: `checker.checked_copy_layout(kind)` (the CopyChecker result); its `error` is
-    not looked at: the caller passes only copies that passed. `rows`: one RowJob per row in
-    the order of the seed's C loops (loop2 outer, loop1, n_burst rows), `last` on the final
-    row. Row fields: MTE2 gm_addr = source row, ub_addr = destination row, length =
+    `copy`: `checker.checked_copy_layout(kind)` (the CopyChecker result); its `error` and
+    `empty` are not looked at: the caller passes only copies that passed and have a row
+    (the pipe ends an empty copy itself). `rows`: one RowJob per row in the order of the
+    seed's C loops (loop2 outer, loop1, n_burst rows), `last` on the final row. Row fields: MTE2 gm_addr = source row, ub_addr = destination row, length =
     len_burst, left = L*es and extent = E with data_select (else 0 and len_burst);
     MTE3 ub_addr = source row, gm_addr = destination row, extent = length; UB->UB
     ub_addr = source row, gm_addr = destination row (a UB address), length = len*32.
@@ -89,8 +89,7 @@ class AddressGenerator(wiring.Component):
     worked out in the output register from the walk stage's low address bits, and every
     row `ub_words_m1`, its UB row's words less one, likewise.
 
-    An empty copy (a count or len_burst of 0) emits no row; `done_empty` pulses the cycle
-    after it was taken. `busy`: a taken copy still has rows to emit.
+    `busy`: a taken copy still has rows to emit.
 
     `abort` cuts a copy short (a bus error downstream): if the copy it names is the one
     being walked, the row generated after the next one is that copy's final one, marked
@@ -103,7 +102,7 @@ class AddressGenerator(wiring.Component):
     its first row in the output register and walks it, so the row is on `rows` one clock
     edge after its copy was taken. A copy is taken once the previous one's last row is in
     the output register and that register is free; throughput is one row per cycle, also
-    from one copy to the next; an empty copy costs one cycle.
+    from one copy to the next.
     """
 
     def __init__(self, kind, width_bytes=32):
@@ -114,7 +113,6 @@ class AddressGenerator(wiring.Component):
             "copy": In(stream.Signature(checked_copy_layout(kind))),
             "rows": Out(stream.Signature(RowJob)),
             "abort": In(AbortSignature()),
-            "done_empty": Out(1),
             "busy": Out(1),
         })
 
@@ -152,7 +150,7 @@ class AddressGenerator(wiring.Component):
         moved = [Signal(name=f"{name}_at_end_moved") for name in LOOP_COUNTS]
         m.d.comb += [flag.eq(Mux(walking, w, t)) for flag, w, t in zip(moved, walked, taken)]
 
-        # Copies are numbered as the datapath counts them: non-empty ones, from 0.
+        # Copies are numbered as the datapath counts them, from 0.
         number = Signal(COPY_SEQ_BITS, init=-1 % 2 ** COPY_SEQ_BITS)
         # A request is registered before it ends the copy, so the copy-number compare is
         # not in front of the loop counters' enables.
@@ -167,10 +165,11 @@ class AddressGenerator(wiring.Component):
         take = self.copy.valid & self.copy.ready
         m.d.comb += [self.copy.ready.eq(~walking & advance),
                      self.busy.eq(walking | rows.valid)]
-        m.d.sync += self.done_empty.eq(take & incoming.geom.empty)
-
         walk = Signal()
-        m.d.comb += [walk.eq(walking & advance), put.eq(walk | (take & ~incoming.geom.empty))]
+        # A row is made while a copy is walked or one is taken: walk | take, with no gate
+        # of the handshake in front, which the pipe shares.
+        m.d.comb += [walk.eq(walking & advance),
+                     put.eq(advance & (walking | self.copy.valid))]
         moves = walk | take
         moved_last = moved[0] & moved[1] & moved[2]
         # A copy is taken only while none is walked, and taking one clears `aborted`.
@@ -188,8 +187,8 @@ class AddressGenerator(wiring.Component):
             m.d.comb += copy.d.eq(Mux(moves, _next_step(moved), copy.q))
             step_copies.append(copy.q)
         count_step, flags_step = step_copies
-        # The incoming copy's first row, walked as it is taken.
-        # A copy taken is not empty, so a count that is not many is 1.
+        # The incoming copy's first row, walked as it is taken. A copy is not empty, so a
+        # count that is not many is 1.
         first_at_end = [~incoming.geom[f"{name}_many"] for name in LOOP_COUNTS]
         first_next = _next_step(first_at_end)
         first_ending = first_at_end[0] & first_at_end[1] & first_at_end[2]
@@ -231,11 +230,11 @@ class AddressGenerator(wiring.Component):
                 self._count(m, job, counters, at_one, count_two, count_step)
         self._walked_at_end(m, job, at_one, at_end, ending, flags_step, walked)
 
-        # The sid of the last non-empty copy taken: a copy's first row tells whether its
-        # sid differs from the row before it.
+        # The sid of the last copy taken: a copy's first row tells whether its sid differs
+        # from the row before it.
         last_sid = Signal.like(incoming.sid)
         m.d.comb += first_sid.eq(incoming.sid != last_sid)
-        with m.If(take & ~incoming.geom.empty):
+        with m.If(take):
             m.d.sync += [number.eq(number + 1), last_sid.eq(incoming.sid)]
         # The copy to walk loads on every cycle none is walked, so its few hundred
         # flip-flops are enabled by a register and not by the output's `ready`: the
@@ -244,7 +243,7 @@ class AddressGenerator(wiring.Component):
             m.d.sync += job.eq(incoming)
         with m.If(take):
             m.d.sync += [
-                walking.eq(~incoming.geom.empty & ~first_ending), aborted.eq(0),
+                walking.eq(~first_ending), aborted.eq(0),
                 step.eq(first_next),
             ]
             # The counters as after the first row: the level that steps has counted it.

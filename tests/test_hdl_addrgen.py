@@ -20,9 +20,9 @@ W = 8           # bus width of the rows' burst splits: a grid of 2 KiB, finer th
 SPLIT_FIELDS = tuple(FirstSplit.as_shape().members)
 
 
-def random_checked_copy(rng, kind, empty_share=0.1):
+def random_checked_copy(rng, kind):
     """A CheckedCopy payload with random addresses and strides (any width, so the address
-    halves carry) and small loop counts."""
+    halves carry) and small loop counts, not empty (the pipe ends empty copies itself)."""
     layout = geometry_layout(kind)
     width = {name: Shape.cast(layout[name].shape).width for name in layout.members}
     rand = lambda name: rng.randrange(1 << width[name])
@@ -43,14 +43,9 @@ def random_checked_copy(rng, kind, empty_share=0.1):
     else:
         geom["n_burst"] = rng.randint(1, 12)
         geom["loop1_count"] = geom["loop2_count"] = 1
-    if rng.random() < empty_share:
-        zero = rng.choice(("n_burst", "len_burst") + (("loop1_count", "loop2_count")
-                                                      if has_loops(kind) else ()))
-        geom[zero] = 0
     geom["es"] = rng.choice(ES)
     geom["select"] = rng.randint(0, 1) if kind == Opcode.COPY_GM_TO_UBUF else 0
-    geom["empty"] = int(0 in (geom["n_burst"], geom["len_burst"], geom["loop1_count"],
-                              geom["loop2_count"]))
+    geom["empty"] = 0
     return {"error": 0, "geom": geom, "sid": rng.randrange(16), "cache": rng.randrange(16),
             "pad8": rng.getrandbits(64)}
 
@@ -76,8 +71,6 @@ def expected_rows(kind, copy):
                 if kind in GM_KINDS:
                     row.update(first_split(row["gm_addr"], g["len_burst"], W))
                 rows.append(row)
-    if g["empty"]:
-        return []
     rows[-1]["last"] = 1
     return rows
 
@@ -109,9 +102,9 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
     """Streams `copies` in, collects rows with ready low on a `stall` share of cycles.
     abort_at: {row number: copy number} asks to abort that copy for one cycle after taking
     that row.
-    Returns (rows, cycles, done_empty pulses)."""
+    Returns (rows, cycles)."""
     dut = AddressGenerator(kind, W)
-    rows, empties, clock = [], [], {"cycles": 0}
+    rows, clock = [], {"cycles": 0}
     total = len(expected_stream(kind, copies)) if abort_at is None else None
 
     async def producer(ctx):
@@ -127,10 +120,8 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
         while idle < 20 if total is None else len(rows) < total:
             ready = int(rng.random() >= stall)
             ctx.set(dut.rows.ready, ready)
-            _, _, valid, payload, empty = await ctx.tick().sample(
-                dut.rows.valid, dut.rows.payload, dut.done_empty)
+            _, _, valid, payload = await ctx.tick().sample(dut.rows.valid, dut.rows.payload)
             clock["cycles"] += 1
-            empties.append(empty)
             ctx.set(dut.abort.valid, 0)
             idle = 0 if valid else idle + 1
             if valid and ready:
@@ -138,32 +129,28 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
                 if abort_at and len(rows) in abort_at:
                     ctx.set(dut.abort.copy, abort_at[len(rows)])
                     ctx.set(dut.abort.valid, 1)
-        for _ in range(4):
-            _, _, empty = await ctx.tick().sample(dut.done_empty)
-            empties.append(empty)
 
     run_sim(dut, producer, consumer, timeout=20000)
-    return rows, clock["cycles"], sum(empties)
+    return rows, clock["cycles"]
 
 
 @pytest.mark.parametrize("kind", COPY_KINDS)
 def test_rows_follow_c_loops(kind):
     rng = random.Random(kind.name)
     copies = [random_checked_copy(rng, kind) for _ in range(120)]
-    rows, _, empties = run_copies(kind, copies, stall=0.3, rng=rng)
+    rows, _ = run_copies(kind, copies, stall=0.3, rng=rng)
     expected = expected_stream(kind, copies)
     assert len(rows) == len(expected)
     for index, (got, want) in enumerate(zip(rows, expected)):
         assert got == want, index
-    assert empties == sum(copy["geom"]["empty"] for copy in copies)
 
 
 def test_one_row_per_cycle():
     """No stalls: back-to-back copies come out at one row per cycle."""
     kind = Opcode.COPY_GM_TO_UBUF
     rng = random.Random(7)
-    copies = [random_checked_copy(rng, kind, empty_share=0) for _ in range(30)]
-    rows, cycles, _ = run_copies(kind, copies, stall=0, rng=rng)
+    copies = [random_checked_copy(rng, kind) for _ in range(30)]
+    rows, cycles = run_copies(kind, copies, stall=0, rng=rng)
     assert rows == expected_stream(kind, copies)
     # the first row is on `rows` one edge after its copy is taken, then one per cycle
     assert cycles == len(rows) + 1
@@ -177,25 +164,23 @@ def ended(rows, index):
 def test_abort_cuts_the_copy_short():
     kind = Opcode.COPY_UBUF_TO_GM
     rng = random.Random(11)
-    empty = random_checked_copy(rng, kind)
-    empty["geom"].update(empty=1, n_burst=0)
-    big = random_checked_copy(rng, kind, empty_share=0)
+    big = random_checked_copy(rng, kind)
     big["geom"].update(n_burst=5, loop1_count=4, loop2_count=3)
-    small = random_checked_copy(rng, kind, empty_share=0)
+    small = random_checked_copy(rng, kind)
     small["geom"].update(n_burst=2, loop1_count=1, loop2_count=2)
-    # Copy numbers count non-empty copies only: big is copy 1, small copy 2.
-    copies = [small, empty, big, small]
+    # big is copy 1
+    copies = [small, big, small]
     want = expected_per_copy(kind, copies)
     for stall in (0, 0.5):
         for cut in (1, 7, 58):
-            rows, _, _ = run_copies(kind, copies, stall=stall, rng=rng,
-                                    abort_at={len(want[0]) + cut: 1})
+            rows, _ = run_copies(kind, copies, stall=stall, rng=rng,
+                                 abort_at={len(want[0]) + cut: 1})
             rows = rows[len(want[0]):]
             end = next(i for i, row in enumerate(rows) if row["last"])
             # The rows generated before the request go out, then one more ends the copy.
             assert cut <= end <= cut + 2
-            assert rows[:end + 1] == ended(want[2], end)
-            assert rows[end + 1:] == want[3]
+            assert rows[:end + 1] == ended(want[1], end)
+            assert rows[end + 1:] == want[2]
 
 
 @pytest.mark.parametrize("copy_number", [0, 2, 255])
@@ -203,12 +188,12 @@ def test_abort_of_another_copy_does_nothing(copy_number):
     """Requests naming a copy that is over, or not begun, leave the walked copy alone."""
     kind = Opcode.COPY_GM_TO_UBUF
     rng = random.Random(5)
-    first = random_checked_copy(rng, kind, empty_share=0)
+    first = random_checked_copy(rng, kind)
     first["geom"].update(n_burst=3, loop1_count=1, loop2_count=1)
-    second = random_checked_copy(rng, kind, empty_share=0)
+    second = random_checked_copy(rng, kind)
     second["geom"].update(n_burst=4, loop1_count=2, loop2_count=1)
-    rows, _, _ = run_copies(kind, [first, second], stall=0, rng=rng,
-                            abort_at={2: copy_number, 4: copy_number})
+    rows, _ = run_copies(kind, [first, second], stall=0, rng=rng,
+                         abort_at={2: copy_number, 4: copy_number})
     assert rows == expected_stream(kind, [first, second])
 
 
