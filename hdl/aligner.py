@@ -432,6 +432,7 @@ class Aligner(wiring.Component):
             m.d.sync += live[i].eq((live[i] & ~popped) | (push & (wr == i)))
 
         # A row the source side loads enters the merge a cycle later, from a register
+        # that holds its lane masks decoded, so no shift lies between it and the head row
         # (its first word reaches the queue two or more cycles after that). The rows
         # between the source side and the merge are at most one per word in the rotator
         # or the queue, the row the source side holds and the entering one, so the row
@@ -442,15 +443,14 @@ class Aligner(wiring.Component):
             width=row_layout.size, depth=stages + QUEUE_DEPTH + 3,
             split_at=range(tag_layout.size, row_layout.size, LANE_GROUP))
         row_enters = Signal()
-        entering_tag = Signal(tag_layout)
-        m.d.sync += [row_enters.eq(queue_row & setup_valid), entering_tag.eq(setup.tag)]
         entering = Signal(row_layout)
         ones = Const((1 << width) - 1, width)
-        m.d.comb += [
-            entering.tag.eq(entering_tag),
-            entering.lo.eq(~(ones << entering_tag.r)),
-            entering.head.eq(ones << entering_tag.dst_off),
-            entering.tail.eq(ones >> ~entering_tag.end_off),
+        m.d.sync += [
+            row_enters.eq(queue_row & setup_valid),
+            entering.tag.eq(setup.tag),
+            entering.lo.eq(~(ones << setup.tag.r)),
+            entering.head.eq(ones << setup.tag.dst_off),
+            entering.tail.eq(ones >> ~setup.tag.end_off),
         ]
         next_head = row_layout(Mux(row_queue.r_rdy, row_queue.r_data, entering))
         # The head row's bits take the load decision from a cell of their own (a
