@@ -80,21 +80,24 @@ class AddressGenerator(wiring.Component):
     `copy`: `checker.checked_copy_layout(kind)` (the CopyChecker result); its `error` and
     `empty` are not looked at: the caller passes only copies that passed and have a row
     (the pipe ends an empty copy itself). `rows`: one RowJob per row in the order of the
-    seed's C loops (loop2 outer, loop1, n_burst rows), `last` on the final row. Row fields: MTE2 gm_addr = source row, ub_addr = destination row, length =
-    len_burst, left = L*es and extent = E with data_select (else 0 and len_burst);
-    MTE3 ub_addr = source row, gm_addr = destination row, extent = length; UB->UB
-    ub_addr = source row, gm_addr = destination row (a UB address), length = len*32.
-    pad8 is the copy's (the checker works it out). MTE2 and MTE3 rows carry `split`, where the
-    first burst of the GM row ends (legalizer.first_split at W = `width_bytes` bytes),
-    worked out in the output register from the walk stage's low address bits, and every
-    row `ub_words_m1`, its UB row's words less one, likewise.
+    seed's C loops (loop2 outer, loop1, n_burst rows), `last` on the final row. Row
+    fields: MTE2 gm_addr = source row, ub_addr = destination row, length = len_burst,
+    left = L*es and extent = E with data_select (else 0 and len_burst); MTE3 ub_addr =
+    source row, gm_addr = destination row, extent = length; UB->UB ub_addr = source row,
+    gm_addr = destination row (a UB address), length = len*32. pad8 is the copy's (the
+    checker works it out). MTE2 and MTE3 rows carry `split`, where the first burst of the
+    GM row ends (legalizer.first_split at W = `width_bytes` bytes), worked out in the
+    output register from the walk stage's low address bits and the copy's `row_terms`
+    (which the checker works out at the same W), and every row `ub_words_m1`, its UB
+    row's words less one, likewise: each a carry chain of two operands from registers.
 
     `busy`: a taken copy still has rows to emit.
 
     `abort` cuts a copy short (a bus error downstream): if the copy it names is the one
     being walked, the row generated after the next one is that copy's final one, marked
-    `last`, and the rest of its loop nest is not walked. Rows already generated still go out, so the copy
-    ends after what is in flight; a request for a copy no longer walked does nothing.
+    `last`, and the rest of its loop nest is not walked. Rows already generated still go
+    out, so the copy ends after what is in flight; a request for a copy no longer walked
+    does nothing.
 
     Pipeline: a walk stage (loop counters and the low halves of the addresses, incremental
     adds of the stride of the loop level that steps) and the output register (the high
@@ -198,21 +201,23 @@ class AddressGenerator(wiring.Component):
                                         first_next)
             high = self._output_high(m, job, incoming.geom[side], side, take, walk, step,
                                      carry)
-            # Worked out from the walked row's low address bits and the copy's length (the
-            # copy's own for its first row), from registers: where the GM row's first
-            # burst ends, and the UB row's words.
-            for made, addr, length, full in (
-                    (walking, low, job.geom.len_burst, Cat(low, high)),
-                    (~walking, incoming.geom[side][:len(low)], incoming.geom.len_burst,
+            # Worked out from the walked row's low address bits and the copy's length and
+            # row terms (the copy's own for its first row), from registers: where the GM
+            # row's first burst ends, and the UB row's words.
+            for made, addr, source, full in (
+                    (walking, low, job, Cat(low, high)),
+                    (~walking, incoming.geom[side][:len(low)], incoming,
                      incoming.geom[side])):
                 with m.If(made):
                     m.d.comb += row[field].eq(full)
                     if field == "gm_addr" and self.kind in GM_KINDS:
-                        m.d.comb += [row.split[name].eq(value) for name, value
-                                     in first_split(addr, length, self.width_bytes).items()]
+                        split = first_split(addr, source.geom.len_burst, self.width_bytes,
+                                            source.row_terms)
+                        m.d.comb += [row.split[name].eq(value)
+                                     for name, value in split.items()]
                     if field == "ub_addr":
                         m.d.comb += row.ub_words_m1.eq(
-                            ub_words_m1(addr, length, self.width_bytes))
+                            ub_words_m1(addr, source.row_terms.len_m1, self.width_bytes))
 
         if self.kind not in GM_KINDS:
             m.d.comb += row.split.eq(0)         # no GM row

@@ -15,7 +15,9 @@ from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PIPE_R
 
 from .arith import compress, sum_mod
 from .commands import op_layout
-from .layouts import CACHE_BITS, CMD_INDEX_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS
+from .layouts import (CACHE_BITS, CMD_INDEX_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS,
+                      RowTerms)
+from .legalizer import row_terms
 from .multiplier import OPERAND_BITS, RegisteredMultiplier
 from .regfile import counts_less_one_layout, registers_layout
 
@@ -112,7 +114,8 @@ def checked_copy_layout(kind):
 
     `cache` is 0 for UB->UB (no such field); `pad8` is MTE2's pad pattern, 8 bytes of which
     byte i is byte (i mod es) of pad_val (layouts.RowJob), 0 for the others; `index` is the
-    request's."""
+    request's; `row_terms` the rows' RowTerms at the bus width (legalizer.row_terms of
+    len_burst)."""
     return data.StructLayout({
         "index": CMD_INDEX_BITS,
         "error": ErrorCode,
@@ -120,6 +123,7 @@ def checked_copy_layout(kind):
         "sid": SID_BITS,
         "cache": CACHE_BITS,
         "pad8": PAD8_BITS,
+        "row_terms": RowTerms,
     })
 
 
@@ -260,17 +264,21 @@ def _lowest(conditions):
 class CopyChecker(wiring.Component):
     """Checks one copy command against the SPEC rules and derives its loop geometry.
 
-    `kind` is the copy's Opcode; `profile` an isa Profile or its name (UB size, f8 types).
+    `kind` is the copy's Opcode; `profile` an isa Profile or its name (UB size, f8 types);
+    `width_bytes` the bus and UB word width W, for the result's `row_terms`.
 
     request: `request_layout(kind)`: {fields: the op's struct (commands.op_layout),
     regs: the pipe's register snapshot, counts_less_one: its loop counts less one (both
     MTE2/MTE3 only)}.
-    result: `checked_copy_layout(kind)`: {error, geom, sid, cache, pad8}; `error` is the
+    result: `checked_copy_layout(kind)`: {error, geom, sid, cache, pad8, row_terms};
+    `error` is the
     first rule broken (model.rules.check_copy) or NONE, `geom` as model.rules.geometry
     plus es, select, empty (any count or len_burst 0), n_burst_many / loop1_count_many /
     loop2_count_many (that count > 1), the same with _two (that count == 2) and src_end /
-    dst_end (one past the last byte of each side's span). FIELD_RANGE never occurs: a field that fits its bits
-    is in range.
+    dst_end (one past the last byte of each side's span); `row_terms` (RowTerms at W, one
+    carry chain each from the held request) spares the address generator's per-row sums
+    their carry-save level. FIELD_RANGE never occurs: a field that fits its bits is in
+    range.
     passing: high on the cycle before `result.valid` rises when that result will pass
     (error NONE, not empty), so a consumer can register its decision to start the copy
     and start it as the result arrives (`result.payload` still holds the previous
@@ -312,9 +320,10 @@ class CopyChecker(wiring.Component):
 
     LATENCY = {Opcode.COPY_GM_TO_UBUF: 5, Opcode.COPY_UBUF_TO_GM: 5, Opcode.COPY_UBUF_TO_UBUF: 4}
 
-    def __init__(self, kind, profile):
+    def __init__(self, kind, profile, width_bytes=32):
         assert kind in COPY_KINDS
         self.kind = kind
+        self.width_bytes = width_bytes
         self.profile = PROFILES.get(profile, profile)
         self.latency = self.LATENCY[kind]
         super().__init__({
@@ -361,9 +370,11 @@ class CopyChecker(wiring.Component):
             loaded["pad8"] = _by_element_size(derived["log2_es"],
                                               lambda k: _pad8(held.regs.pad_val, 1 << k))
         m.d.comb += [self.upcoming[name].eq(geom[name]) for name in SPAN_FIELDS]
+        terms = row_terms(geom["len_burst"], self.width_bytes)
         with m.If(load):
             m.d.sync += [out.geom[name].eq(value) for name, value in geom.items()]
             m.d.sync += [out[name].eq(value) for name, value in loaded.items()]
+            m.d.sync += [out.row_terms[name].eq(value) for name, value in terms.items()]
         return m
 
     def _handshake(self, m, accept, latency):

@@ -26,6 +26,21 @@ COPY_SEQ_BITS = 8                    # numbers a pipe's non-empty copies, modulo
 assert IN_FLIGHT_DEPTH < 2 ** COPY_SEQ_BITS     # abort requests name copies unambiguously
 
 
+# A row's length plus a constant, as two's complement (RowTerms).
+ROW_TERM_BITS = LEN_BITS + 2
+
+
+class RowTerms(data.Struct):
+    """A copy's row length plus each constant that the per-row sums of
+    `legalizer.first_split` and `ub_reader.ub_words_m1` add to an address's low bits, at
+    the bus width W (`legalizer.row_terms`). The checker works them out once per copy, so
+    each of those sums is one carry chain of two operands, with no carry-save level in
+    front of it."""
+    len_m1: ROW_TERM_BITS               # length - 1
+    end_m1: ROW_TERM_BITS               # length + W - 1
+    past: ROW_TERM_BITS                 # length - grid - 1: its sum's sign, the row fits
+
+
 class FirstSplit(data.Struct):
     """Where a GM row's first burst ends (`legalizer.first_split`). Worked out by the
     address generator into its output register, from registers, so no carry chain of it

@@ -12,7 +12,8 @@ from amaranth.lib.wiring import In, Out
 from model.isa import GM_ADDR_BITS
 from .arith import sum_mod
 from .axi import AXI4AddressSignature, BurstType
-from .layouts import CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES, SID_BITS
+from .layouts import (CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES,
+                      ROW_TERM_BITS, SID_BITS)
 from .queue import BypassQueue, wrap_incr
 
 
@@ -56,42 +57,54 @@ def _either(condition, if_true, if_false):
     return if_true if condition else if_false
 
 
-def _sum(a, b, constant, width):
-    """a + b + constant, for ints or Values (unsigned a and b, any int constant): for
-    Values mod 2^width, as one carry-save level in front of one carry chain, where the
-    three-operand add would take two chains."""
-    if not isinstance(a, Value) and not isinstance(b, Value):
-        return a + b + constant
-    return sum_mod([a, b, constant], width)
+def _add(a, b, width):
+    """(a + b) mod 2^width, for ints or Values: for Values one carry chain."""
+    if isinstance(a, Value) or isinstance(b, Value):
+        return (a + b)[:width]
+    return (a + b) % (1 << width)
 
 
-def first_split(addr, length, width_bytes):
+def row_terms(length, width_bytes):
+    """The RowTerms of rows of `length` (>= 1) bytes on a bus of `width_bytes` (ints or
+    Values; for Values one carry chain each), mod 2^ROW_TERM_BITS."""
+    grid = split_grid(width_bytes)
+    constants = {"len_m1": -1, "end_m1": width_bytes - 1, "past": -grid - 1}
+    if isinstance(length, Value):
+        return {name: sum_mod([length, constant], ROW_TERM_BITS)
+                for name, constant in constants.items()}
+    return {name: (length + constant) % (1 << ROW_TERM_BITS)
+            for name, constant in constants.items()}
+
+
+def first_split(addr, length, width_bytes, terms=None):
     """FirstSplit's `end`, `end_words`, `first_fits` and `first_len` of
-    `length` (>= 1) bytes at `addr` (ints or Values). The address generator works them out
-    into its output register (RowJob.split), so no carry chain of them is in front of the
-    row queues, the burst splitter or the address channel; each is one carry chain (after
-    a carry-save level) from its operands, and the `fits` choice a mux after it."""
+    `length` (>= 1) bytes at `addr` (ints or Values). `terms` is the row's RowTerms
+    (row_terms of `length`), from registers when Values: each field is then one carry
+    chain of two operands from them and the address, and the `fits` choice a mux after
+    it. The address generator works them out into its output register (RowJob.split), so
+    no carry chain of them is in front of the row queues, the burst splitter or the
+    address channel."""
     shift = check_width(width_bytes)
     grid = split_grid(width_bytes)
+    if terms is None:
+        terms = row_terms(length, width_bytes)
     offset = addr & (grid - 1)
     lane = addr & (width_bytes - 1)
-    values = isinstance(addr, Value) or isinstance(length, Value)
-    # Wide enough for every sum below, and for offset + length - grid - 1 as a signed
-    # number: the row fits its first grid cell when that is negative.
-    bits = (max(len(Value.cast(v)) for v in (addr, length) if isinstance(v, Value)) + 2
-            if values else None)
-    past = _sum(offset, length, -grid - 1, bits)
-    fits = past[bits - 1] if values else past < 0
+    # offset + length - grid - 1, negative (its top bit set) when the row fits its first
+    # grid cell.
+    past = _add(offset, terms["past"], ROW_TERM_BITS)
+    fits = (past[ROW_TERM_BITS - 1] if isinstance(past, Value)
+            else past >> (ROW_TERM_BITS - 1))
     # The first burst runs to the row's end if that is in its grid cell, else to the cell's.
     # The cell's words are a power of two, so its words less one after the row's first
     # word are a complement, with no carry.
     cell_words, word = grid >> shift, offset >> shift
-    to_cell_end_m1 = (C(cell_words - 1, len(word)) ^ word if values
+    to_cell_end_m1 = (C(cell_words - 1, len(word)) ^ word if isinstance(word, Value)
                       else cell_words - 1 - word)
     return {"end": offset + length,
-            "end_words": _sum(offset, length, width_bytes - 1, bits) >> shift,
+            "end_words": _add(offset, terms["end_m1"], ROW_TERM_BITS) >> shift,
             "first_fits": fits,
-            "first_len": _either(fits, _sum(lane, length, -1, bits) >> shift,
+            "first_len": _either(fits, _add(lane, terms["len_m1"], ROW_TERM_BITS) >> shift,
                                  to_cell_end_m1)}
 
 

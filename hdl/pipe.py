@@ -112,7 +112,7 @@ class PipeController(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        checker = m.submodules.checker = CopyChecker(self.kind, self.profile)
+        checker = m.submodules.checker = CopyChecker(self.kind, self.profile, self.width_bytes)
         addrgen = m.submodules.addrgen = AddressGenerator(self.kind, self.width_bytes)
         wiring.connect(m, addrgen.rows, wiring.flipped(self.rows))
         wiring.connect(m, wiring.flipped(self.abort), addrgen.abort)

@@ -1,13 +1,12 @@
 """Reads the UB words of each row for the datapaths that take their source from UB."""
 
-from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
 
 from .aligner import Aligner
-from .arith import sum_mod
 from .layouts import UbReadSignature, ub_word_bits
 from .queue import BypassQueue, pass_or_queue
 from .rowfork import RowFork
@@ -19,14 +18,14 @@ class UbReadRow(data.Struct):
     words_m1: UB_ADDR_BITS
 
 
-def ub_words_m1(ub_addr, length, width_bytes):
-    """The W-byte words `length` (>= 1) bytes from UB byte address `ub_addr` touch, less
-    one (ints or Values; for Values a carry-save level and one carry chain)."""
+def ub_words_m1(ub_addr, len_m1, width_bytes):
+    """The W-byte words a row of `len_m1` + 1 bytes from UB byte address `ub_addr` touches,
+    less one (ints or Values; for Values one carry chain, `len_m1` from a register:
+    RowTerms.len_m1)."""
     shift = width_bytes.bit_length() - 1
-    if isinstance(ub_addr, int) and isinstance(length, int):
-        return ((ub_addr % width_bytes) + length - 1) >> shift
-    bits = len(Value.cast(length)) + 1
-    return sum_mod([ub_addr[:shift], length, -1], bits)[shift:]
+    if isinstance(ub_addr, int) and isinstance(len_m1, int):
+        return ((ub_addr % width_bytes) + len_m1) >> shift
+    return (ub_addr[:shift] + len_m1)[shift:]
 
 
 def ub_read_row(row, width_bytes):

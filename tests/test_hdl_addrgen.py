@@ -9,7 +9,7 @@ from amaranth.hdl import Shape
 from hdl.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
 from hdl.checker import COPY_KINDS, LOOP_COUNTS, geometry_layout, has_loops
 from hdl.layouts import FirstSplit
-from hdl.legalizer import first_split
+from hdl.legalizer import first_split, row_terms
 from hdl.ub_reader import ub_words_m1
 from axi_model import mark_new_sids
 from hdl_helpers import driver_types, run_sim, stream_put, synth_ecp5_module
@@ -47,7 +47,7 @@ def random_checked_copy(rng, kind):
     geom["select"] = rng.randint(0, 1) if kind == Opcode.COPY_GM_TO_UBUF else 0
     geom["empty"] = 0
     return {"error": 0, "geom": geom, "sid": rng.randrange(16), "cache": rng.randrange(16),
-            "pad8": rng.getrandbits(64)}
+            "pad8": rng.getrandbits(64), "row_terms": row_terms(geom["len_burst"], W)}
 
 
 def expected_rows(kind, copy):
@@ -67,7 +67,7 @@ def expected_rows(kind, copy):
                 row.update(length=g["len_burst"], left=g["left_bytes"], extent=g["row_bytes"],
                            select=g["select"], pad8=copy["pad8"],
                            sid=copy["sid"], cache=copy["cache"], last=0,
-                           ub_words_m1=ub_words_m1(row["ub_addr"], g["len_burst"], W))
+                           ub_words_m1=ub_words_m1(row["ub_addr"], g["len_burst"] - 1, W))
                 if kind in GM_KINDS:
                     row.update(first_split(row["gm_addr"], g["len_burst"], W))
                 rows.append(row)

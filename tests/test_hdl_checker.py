@@ -7,7 +7,7 @@ import pytest
 from amaranth.back import verilog
 
 from hdl.checker import COPY_KINDS, LOOP_COUNTS, CopyChecker, has_loops
-from hdl.layouts import CMD_INDEX_BITS
+from hdl.layouts import CMD_INDEX_BITS, ROW_TERM_BITS
 from hdl.regfile import counts_less_one
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFILES, ErrorCode,
                        Opcode)
@@ -58,6 +58,13 @@ def expected_result(kind, values, regs, profile):
     if not g.empty:
         geom.update(src_end=g.src_end(), dst_end=g.dst_end())
     return error, geom, passthrough
+
+
+def expected_row_terms(length):
+    """RowTerms of rows of `length` bytes at W = 32 bytes, whose bursts are cut at 4 KiB."""
+    wrap = 1 << ROW_TERM_BITS
+    return {"len_m1": (length - 1) % wrap, "end_m1": length + 31,
+            "past": (length - 4096 - 1) % wrap}
 
 
 def boundaries_touched(kind, values, regs, profile):
@@ -155,6 +162,8 @@ def test_checker_matches_rules(kind, profile, count, stall):
             continue
         for name, value in geom.items():
             assert getattr(payload.geom, name) == value, (name, context)
+        for name, value in expected_row_terms(geom["len_burst"]).items():
+            assert getattr(payload.row_terms, name) == value, (name, context)
         for name, value in passthrough.items():
             assert getattr(payload, name) == value, (name, context)
     for code in EXPECTED_CODES[kind]:

@@ -61,7 +61,7 @@ def run_copy(width, commands, rng, rd_ready, wr_ready):
         for src, dst, length, last in rows:
             ctx.set(dut.rows.payload, {"ub_addr": src, "gm_addr": dst, "length": length,
                                        "extent": length, "last": last,
-                                       "ub_words_m1": ub_words_m1(src, length, width)})
+                                       "ub_words_m1": ub_words_m1(src, length - 1, width)})
             ctx.set(dut.rows.valid, 1)
             await ctx.tick().until(dut.rows.ready)
             ctx.set(dut.rows.valid, 0)
