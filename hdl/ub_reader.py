@@ -113,10 +113,13 @@ class UbReader(wiring.Component):
         room = Signal(range(self._depth + 1), init=self._depth)
         m.d.sync += room.eq(room - issued + (self.words.valid & self.words.ready))
         has_room = room != 0
+        # A row is taken with its first word's request. `rows.ready` does not wait on
+        # `rows.valid`: it is a gate of registers of the reader's and the UB's, so the
+        # row queue's output register is not in front of its own read.
         m.d.comb += [
             self.ub.addr.eq(now),
             self.ub.valid.eq((active | self.rows.valid) & has_room),
-            self.rows.ready.eq(~active & issued),
+            self.rows.ready.eq(~active & has_room & self.ub.ready),
         ]
         pass_or_queue(m, queue, landed_valid, landed, self.words, valid_next=self.ub.rvalid)
         return m

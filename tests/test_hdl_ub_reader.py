@@ -106,3 +106,21 @@ def test_words_valid_is_a_flip_flop(tmp_path):
     the consumer's decisions to take a word start at a register."""
     module = synth_ecp5_module(UbReader(4), "reader", tmp_path)
     assert driver_types(module, module["ports"]["words__valid"]["bits"]) == ["TRELLIS_FF"]
+
+
+def test_rows_ready_waits_on_no_row():
+    """An idle reader whose UB port is ready shows `rows.ready` with no row offered, and
+    drops it while the port is not ready: it is a gate of registers and `ub.ready`, not
+    of the row queue's `valid`."""
+    dut = UbReader(W)
+
+    async def bench(ctx):
+        ctx.set(dut.rows.valid, 0)
+        for ub_ready in (1, 0, 1):
+            ctx.set(dut.ub.ready, ub_ready)
+            await ctx.delay(1e-9)
+            assert ctx.get(dut.rows.ready) == ub_ready
+            assert ctx.get(dut.ub.valid) == 0
+            await ctx.tick()
+
+    run_sim(dut, bench)
