@@ -14,6 +14,7 @@ from .arith import sum_mod
 from .axi import AXI4AddressSignature, BurstType
 from .layouts import (CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES,
                       ROW_TERM_BITS, SID_BITS)
+from .kept_lut import load_in_groups
 from .queue import BypassQueue, wrap_incr
 
 
@@ -48,6 +49,12 @@ def gm_row_of(job):
     """The GmRow fields of a layouts.RowJob: its GM side."""
     return {"addr": job.gm_addr, "length": job.length, "sid": job.sid, "cache": job.cache,
             "last": job.last, "split": job.split, "new_sid": job.new_sid}
+
+
+def _loads_oldest(any_unfinished, responded):
+    """The burst issuer's oldest-burst register loads: none is unfinished, or the oldest
+    finishes."""
+    return ~any_unfinished | responded
 
 
 def _either(condition, if_true, if_false):
@@ -330,24 +337,23 @@ class BurstIssuer(wiring.Component):
             a_fifo.r_en.eq(a.ready),
         ]
 
-        # The oldest unfinished burst, in a register: it loads the entry its pointer will
-        # point at after this edge, or the burst taken now if no other will be left, so
-        # the owner's decisions on a response start at flip-flops, not at a LUT RAM read.
+        # The oldest unfinished burst, in a register, so the owner's decisions on a
+        # response start at flip-flops, not at a LUT RAM read. The entry after it is read
+        # from a pointer register, with no handshake in front of the read: on a response
+        # the register loads that entry, or the burst taken now if no other is left, and
+        # it takes the burst taken when none is unfinished. Which of the two it loads is a
+        # choice by registers; only its load enable waits on the response, through a
+        # cell of its own (kept_lut.load_in_groups) beside the register's bits.
         resp = self.resp
         read = queue.read_port(domain="comb")
-        resp_ptr = Signal(range(depth))
-        ptr_next = Signal.like(resp_ptr)
+        # The entry after the oldest's: the queue's read pointer, one ahead.
+        after_ptr = Signal(range(depth), init=1 % depth)
         only_one = Signal()                     # unfinished == 1
-        m.d.comb += [
-            ptr_next.eq(Mux(pop, wrap_incr(resp_ptr, depth), resp_ptr)),
-            read.addr.eq(ptr_next),
-            resp.valid.eq(any_unfinished),
-        ]
-        none_left = ~any_unfinished | (pop & only_one)
-        m.d.sync += [
-            resp_ptr.eq(ptr_next),
-            resp.payload.eq(Mux(none_left, taken, read.data)),
-        ]
+        m.d.comb += [read.addr.eq(after_ptr), resp.valid.eq(any_unfinished)]
+        with m.If(pop):
+            m.d.sync += after_ptr.eq(wrap_incr(after_ptr, depth))
+        load_in_groups(m, "resp", _loads_oldest, Cat(any_unfinished, resp.ready),
+                       [(resp.payload, Mux(any_unfinished & ~only_one, read.data, taken))])
         with m.If(take & ~pop):
             m.d.sync += only_one.eq(~any_unfinished)
         with m.Elif(pop & ~take):

@@ -6,10 +6,11 @@ import pytest
 from amaranth.back import verilog
 
 from hdl.layouts import LEN_BITS
-from hdl.legalizer import PAGE_BYTES, BurstSplitter
+from hdl.legalizer import PAGE_BYTES, BurstIssuer, BurstSplitter
 from model.isa import GM_ADDR_BITS
 from axi_model import beats_of, gm_row, mark_new_sids, split_row
-from hdl_helpers import idle, run_sim, stream_collect, stream_put
+from hdl_helpers import (driver_types, idle, run_sim, stream_collect, stream_put,
+                         synth_ecp5_module)
 
 TOP = 1 << GM_ADDR_BITS
 MAX_LEN = (1 << LEN_BITS) - 1
@@ -117,3 +118,17 @@ def test_splitter_one_burst_per_cycle(width):
 @pytest.mark.parametrize("width", [16, 64])
 def test_splitter_converts(width):
     assert "bursts__payload" in verilog.convert(BurstSplitter(width))
+
+
+def test_issuer_reads_its_queue_from_registers(tmp_path):
+    """After synth_ecp5, the burst issuer's queue (LUT RAM) is read at an address that
+    comes straight from flip-flops: no response handshake lies in front of the read."""
+    module = synth_ecp5_module(BurstIssuer(32, 8, 4), "issuer", tmp_path)
+    rams = [cell for cell in module["cells"].values() if cell["type"] == "TRELLIS_DPR16X4"]
+    # the burst queue (8 entries, three address bits) among them
+    assert any(sum(isinstance(bit, int) for bit in ram["connections"]["RAD"]) == 3
+               for ram in rams)
+    for ram in rams:
+        for bit in ram["connections"]["RAD"]:
+            if isinstance(bit, int):
+                assert driver_types(module, [bit]) == ["TRELLIS_FF"]
