@@ -271,11 +271,11 @@ class CopyChecker(wiring.Component):
     regs: the pipe's register snapshot, counts_less_one: its loop counts less one (both
     MTE2/MTE3 only)}.
     result: `checked_copy_layout(kind)`: {error, geom, sid, cache, pad8, row_terms};
-    `error` is the
-    first rule broken (model.rules.check_copy) or NONE, `geom` as model.rules.geometry
-    plus es, select, empty (any count or len_burst 0), n_burst_many / loop1_count_many /
-    loop2_count_many (that count > 1), the same with _two (that count == 2) and src_end /
-    dst_end (one past the last byte of each side's span); `row_terms` (RowTerms at W, one
+    `error` is the first rule broken (model.rules.check_copy) or NONE, `geom` as
+    model.rules.geometry plus es, select, empty (any count or len_burst 0),
+    n_burst_many / loop1_count_many / loop2_count_many (that count > 1), the same with
+    _two (that count == 2) and src_end / dst_end (one past the last byte of each side's
+    span); `row_terms` (RowTerms at W, one
     carry chain each from the held request) spares the address generator's per-row sums
     their carry-save level. FIELD_RANGE never occurs: a field that fits its bits is in
     range.

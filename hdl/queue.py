@@ -97,7 +97,7 @@ class BypassQueue(wiring.Component):
         r_ptr = Signal(range(slots))
         held = Signal(range(slots + 1))         # entries in the inner queue
 
-        out_free = ~self.r_rdy | self.r_en
+        out_free = _free(self.r_rdy, self.r_en)
         has_room = Signal(init=1)               # held != slots, as a register
         has_head = Signal()                     # held != 0, as a register
         written = self.w_en & has_room
