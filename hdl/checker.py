@@ -29,6 +29,7 @@ ADDRESS_FIELDS = {
     Opcode.COPY_UBUF_TO_UBUF: ("ub_src", "ub_dst"),
 }
 LOOP_COUNTS = ("n_burst", "loop1_count", "loop2_count")     # inner to outer
+COUNT_FLAGS = ("many", "two")     # each count > 1, == 2
 LOG2_ES_BITS = 2
 ES_BITS = max(d.size for d in DTYPES).bit_length()
 LINE_SHIFT = exact_log2(UB_LINE)
@@ -92,8 +93,7 @@ def geometry_layout(kind):
         "empty": 1,
         # Each count > 1 and each count == 2 (the address generator's first row and its
         # at-end flags after it need no compare).
-        **{f"{count}_many": 1 for count in LOOP_COUNTS},
-        **{f"{count}_two": 1 for count in LOOP_COUNTS},
+        **{f"{count}_{flag}": 1 for flag in COUNT_FLAGS for count in LOOP_COUNTS},
         # One past the last byte read / written (valid for a non-empty copy that passed).
         "src_end": op.field(src).width + 1,
         "dst_end": op.field(dst).width + 1,
@@ -301,17 +301,18 @@ class CopyChecker(wiring.Component):
     Stages (registers valid n cycles after the request was accepted), each side's end
     summed by `_carry_save_sum` (exact, then kept to the width of the end and an overflow
     flag):
-    1 loaded from the incoming request: element size (decoded from its dtype), count > 1,
-      empty, UB->UB strides in lines, the MTE2 row footprint and it and dst_stride
-      aligned up to a line, and each multiplier's own operand registers (a slice of
-      count - 1 and of the stride);
+    1 loaded from the incoming request: element size (decoded from its dtype), UB->UB
+      strides in lines, the MTE2 row footprint and it and dst_stride aligned up to a
+      line, and each multiplier's own operand registers (a slice of count - 1 and of
+      the stride);
     2 partial products of the ends (18x18 bits, one ECP5 multiplier each; UB->UB
-      multiplies by its stride in lines, one multiplier per side), the field rules
-      (element size, padding, alignment, stride overlap), the MTE2 row extent E;
+      multiplies by its stride in lines, one multiplier per side), from the held
+      request empty and each count > 1 and == 2, the field rules (element size,
+      padding; UB->UB alignment), the MTE2 row extent E;
     3 MTE2/MTE3: each side's terms (base, row bytes, partial products) carry-save
-      reduced to at most four vectors; UB->UB: the ends (base + row + product, one
-      carry-save level and the add), whether each is past the UB, the earlier rules
-      ranked;
+      reduced to at most four vectors, the alignment and stride overlap rules; UB->UB:
+      the ends (base + row + product, one carry-save level and the add), whether each
+      is past the UB, the earlier rules ranked;
     4 MTE2/MTE3: the ends (carry-save down to two vectors and their carry-propagate add)
       and, beside each, whether it is past its memory; the earlier rules ranked;
       UB->UB: the overlap comparisons and the rule priority, into the result register;
@@ -349,6 +350,7 @@ class CopyChecker(wiring.Component):
 
         log2_es, supported = self._element_size(m, incoming.fields.dtype)
         derived = self._first_stage(m, capture, incoming, log2_es, supported)
+        derived.update(self._count_flags(m, held))
         if self.kind == Opcode.COPY_GM_TO_UBUF:
             derived.update(self._row_extent(m, capture, incoming, held, derived["log2_es"]))
         geom = self._geometry(held, derived)
@@ -433,26 +435,11 @@ class CopyChecker(wiring.Component):
         return log2_es, supported
 
     def _first_stage(self, m, capture, incoming, log2_es, supported):
-        """Stage 1, captured with the request: element size, counts > 1, empty, UB->UB
-        strides in lines."""
+        """Stage 1, captured with the request: element size, UB->UB strides in lines."""
         fields = incoming.fields
-        counts = {"n_burst": fields.n_burst}
-        if has_loops(self.kind):
-            counts.update(loop1_count=incoming.regs.loop1_count,
-                          loop2_count=incoming.regs.loop2_count)
-        derived = {"log2_es": Signal(LOG2_ES_BITS), "supported": Signal(), "empty": Signal()}
-        for name in counts:
-            derived[f"{name}_many"] = Signal(name=f"{name}_many")
-            derived[f"{name}_two"] = Signal(name=f"{name}_two")
-        empty = (fields.len_burst == 0)
-        for value in counts.values():
-            empty |= (value == 0)
+        derived = {"log2_es": Signal(LOG2_ES_BITS), "supported": Signal()}
         with m.If(capture):
-            m.d.sync += [derived["empty"].eq(empty), derived["log2_es"].eq(log2_es),
-                         derived["supported"].eq(supported)]
-            for name, value in counts.items():
-                m.d.sync += [derived[f"{name}_many"].eq(value > 1),
-                             derived[f"{name}_two"].eq(value == 2)]
+            m.d.sync += [derived["log2_es"].eq(log2_es), derived["supported"].eq(supported)]
             if not has_loops(self.kind):
                 # Row strides in lines: len + gap.
                 for side in ("src", "dst"):
@@ -461,6 +448,24 @@ class CopyChecker(wiring.Component):
                     m.d.sync += lines.eq(fields.len_burst + fields[f"{side}_gap"])
         return derived
 
+    def _count_flags(self, m, held):
+        """Stage 2, from the held request: empty, and each count > 1 and == 2.
+        Their compares of up to 84 bits take several LUT levels, which here start at the
+        checker's own request register, not at the pipe's register snapshot."""
+        fields = held.fields
+        counts = {"n_burst": fields.n_burst}
+        if has_loops(self.kind):
+            counts.update(loop1_count=held.regs.loop1_count,
+                          loop2_count=held.regs.loop2_count)
+        empty = fields.len_burst == 0
+        for value in counts.values():
+            empty |= value == 0
+        flags = {"empty": _reg(m, empty, "empty")}
+        for name, value in counts.items():
+            flags[f"{name}_many"] = _reg(m, value > 1, f"{name}_many")
+            flags[f"{name}_two"] = _reg(m, value == 2, f"{name}_two")
+        return flags
+
     def _geometry(self, held, derived):
         """The result's geometry fields as Values (stable once the copy is evaluated)."""
         fields = held.fields
@@ -468,7 +473,7 @@ class CopyChecker(wiring.Component):
         geom = {"src": fields[src], "dst": fields[dst], "n_burst": fields.n_burst,
                 "es": Const(1, ES_BITS) << derived["log2_es"], "empty": derived["empty"]}
         geom.update({f"{count}_{flag}": derived.get(f"{count}_{flag}", 0)
-                     for count in LOOP_COUNTS for flag in ("many", "two")})
+                     for count in LOOP_COUNTS for flag in COUNT_FLAGS})
         if not has_loops(self.kind):
             length = fields.len_burst << LINE_SHIFT
             geom.update(len_burst=length, row_bytes=length, loop1_count=1, loop2_count=1,
@@ -632,12 +637,11 @@ class CopyChecker(wiring.Component):
                       | (many["row"] & self._misaligned(geom[f"{ub}_stride"]))
                       | (many["loop1"] & self._misaligned(geom[f"loop1_{ub}"]))
                       | (many["loop2"] & self._misaligned(geom[f"loop2_{ub}"])))
-        flags[ErrorCode.UB_MISALIGNED] = (_reg(m, misaligned, "misaligned"), 2)
+        # The counts' flags (and MTE2's footprint) are ready at stage 2.
+        flags[ErrorCode.UB_MISALIGNED] = (_reg(m, misaligned, "misaligned"), 3)
         overlap = many["row"] & ((geom[f"{gm}_stride"] < fields.len_burst)
                                  | (geom[f"{ub}_stride"] < ub_row))
-        # MTE2's footprint is ready at stage 2.
-        overlap_stage = 3 if self.kind == Opcode.COPY_GM_TO_UBUF else 2
-        flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), overlap_stage)
+        flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), 3)
 
         nonempty = ~derived["empty"]
         flags[ErrorCode.UB_RANGE] = (nonempty & ends[ub][1], end_stage)

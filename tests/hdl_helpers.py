@@ -132,3 +132,49 @@ def driver_types(module, bits):
     """The types of the cells of a synthesized `module` whose output is the nets `bits`."""
     return [cell["type"] for cell in module["cells"].values()
             if any(cell["connections"].get(port) == bits for port in ("Q", "Z", "F"))]
+
+
+def _drivers(module):
+    """{net bit: the cell whose output it is} of a synthesized `module`."""
+    drivers = {}
+    for cell in module["cells"].values():
+        for port, direction in cell.get("port_directions", {}).items():
+            if direction == "output":
+                drivers.update(dict.fromkeys(cell["connections"][port], cell))
+    return drivers
+
+
+def _register_inputs(module, name):
+    """The nets into the flip-flops driving netname `name` (data, enable, reset)."""
+    targets = set(module["netnames"][name]["bits"])
+    return [bit for cell in module["cells"].values()
+            if cell["type"] == "TRELLIS_FF" and set(cell["connections"]["Q"]) & targets
+            for port in ("DI", "CE", "LSR") for bit in cell["connections"].get(port, ())
+            if not isinstance(bit, str)]        # a string is a constant
+
+
+def _cell_inputs(cell):
+    return [bit for port, direction in cell["port_directions"].items()
+            if direction == "input" for bit in cell["connections"][port]
+            if not isinstance(bit, str)]
+
+
+def register_sources(module, name):
+    """The nets (bits) that reach the inputs of the flip-flops driving netname `name` of a
+    synthesized `module` through logic alone, each a module input or a flip-flop output:
+    what the register's next value and enable are worked out from in one cycle."""
+    drivers = _drivers(module)
+    pending = _register_inputs(module, name)
+    seen, sources = set(), set()
+    while pending:
+        bit = pending.pop()
+        if bit in seen:
+            continue
+        seen.add(bit)
+        cell = drivers.get(bit)
+        if cell is None or cell["type"] == "TRELLIS_FF":
+            sources.add(bit)
+        else:
+            pending += _cell_inputs(cell)
+    return sources
+

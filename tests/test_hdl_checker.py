@@ -6,14 +6,14 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from hdl.checker import COPY_KINDS, LOOP_COUNTS, CopyChecker, has_loops
+from hdl.checker import COPY_KINDS, COUNT_FLAGS, LOOP_COUNTS, CopyChecker, has_loops
 from hdl.layouts import CMD_INDEX_BITS, ROW_TERM_BITS
 from hdl.regfile import counts_less_one
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFILES, ErrorCode,
                        Opcode)
 from model.rules import check_copy, geometry
 from control_cases import random_copy
-from hdl_helpers import pad8, run_sim, stream_put
+from hdl_helpers import pad8, register_sources, run_sim, stream_put, synth_ecp5_module
 
 EXPECTED_CODES = {
     Opcode.COPY_GM_TO_UBUF: {ErrorCode.NONE, ErrorCode.TYPE_UNSUPPORTED,
@@ -214,3 +214,17 @@ def test_checker_throughput_and_latency():
 @pytest.mark.parametrize("kind", COPY_KINDS)
 def test_checker_converts(kind):
     assert "module" in verilog.convert(CopyChecker(kind, "a5"))
+
+
+def test_count_flags_start_at_the_held_request(tmp_path):
+    """After synth_ecp5, empty and each count > 1 and == 2 (compares of up to 84 bits)
+    are worked out from the checker's held request: no input port (the pipe's register
+    snapshot, across the device) reaches their registers' inputs."""
+    module = synth_ecp5_module(CopyChecker(Opcode.COPY_GM_TO_UBUF, "a5"), "checker",
+                               tmp_path)
+    request = {bit for name, port in module["ports"].items()
+               if name.startswith("request__payload") for bit in port["bits"]}
+    for name in ("empty", *(f"{count}_{flag}" for count in LOOP_COUNTS
+                            for flag in COUNT_FLAGS)):
+        sources = register_sources(module, name)
+        assert sources and not request & sources, name
