@@ -173,11 +173,14 @@ class AddressGenerator(wiring.Component):
         # of the handshake in front, which the pipe shares.
         m.d.comb += [walk.eq(walking & advance),
                      put.eq(advance & (walking | self.copy.valid))]
-        moves = walk | take
+        # A copy is taken only while none is walked, so the walk's registers load the
+        # incoming copy's first row on every cycle none is walked, as `job` does: their
+        # enables are registers and `advance`, never the pipe's `copy.valid`. Only
+        # `walking`, the copy number and the last sid wait on a copy being taken.
+        idle = ~walking
+        moves = walk | idle
         moved_last = moved[0] & moved[1] & moved[2]
-        # A copy is taken only while none is walked, and taking one clears `aborted`.
-        m.d.sync += ending.eq(Mux(moves, moved_last, last_row) |
-                              (~take & (aborted | (walking & hit))))
+        m.d.sync += ending.eq(Mux(moves, moved_last, last_row) | (walking & (aborted | hit)))
         with m.If(moves):
             m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
             m.d.sync += [next_step.eq(_next_step(moved)), last_row.eq(moved_last)]
@@ -197,9 +200,9 @@ class AddressGenerator(wiring.Component):
         first_ending = first_at_end[0] & first_at_end[1] & first_at_end[2]
 
         for field, side in ROW_ADDRESSES[self.kind].items():
-            low, carry = self._walk_low(m, job, incoming.geom, side, take, walk, next_step,
+            low, carry = self._walk_low(m, job, incoming.geom, side, idle, walk, next_step,
                                         first_next)
-            high = self._output_high(m, job, incoming.geom[side], side, take, walk, step,
+            high = self._output_high(m, job, incoming.geom[side], side, idle, walk, step,
                                      carry)
             # Worked out from the walked row's low address bits and the copy's length and
             # row terms (the copy's own for its first row), from registers: where the GM
@@ -240,17 +243,12 @@ class AddressGenerator(wiring.Component):
         last_sid = Signal.like(incoming.sid)
         m.d.comb += first_sid.eq(incoming.sid != last_sid)
         with m.If(take):
-            m.d.sync += [number.eq(number + 1), last_sid.eq(incoming.sid)]
-        # The copy to walk loads on every cycle none is walked, so its few hundred
-        # flip-flops are enabled by a register and not by the output's `ready`: the
-        # copy taken is the one it holds when walking starts.
-        with m.If(~walking):
-            m.d.sync += job.eq(incoming)
-        with m.If(take):
-            m.d.sync += [
-                walking.eq(~first_ending), aborted.eq(0),
-                step.eq(first_next),
-            ]
+            m.d.sync += [number.eq(number + 1), last_sid.eq(incoming.sid),
+                         walking.eq(~first_ending)]
+        # The copy to walk, and the walk as after its first row, load on every cycle none
+        # is walked: the copy taken is the one they hold when walking starts.
+        with m.If(idle):
+            m.d.sync += [job.eq(incoming), aborted.eq(0), step.eq(first_next)]
             # The counters as after the first row: the level that steps has counted it.
             for level, name in enumerate(LOOP_COUNTS):
                 count = incoming.geom[name]
@@ -289,10 +287,10 @@ class AddressGenerator(wiring.Component):
                 Mux(step == level, at_one[level], ~job.geom[f"{name}_many"])))
 
     @staticmethod
-    def _walk_low(m, job, incoming, side, take, walk, next_step, first_next):
+    def _walk_low(m, job, incoming, side, idle, walk, next_step, first_next):
         """Walk stage, one side: the low ADDR_SPLIT bits of the row, loop1-start and
-        loop2-start pointers, and the carry of the last add for the output stage. Taking a
-        copy walks its first row, from the copy's start."""
+        loop2-start pointers, and the carry of the last add for the output stage. While
+        no copy is walked, the incoming copy's first row is walked, from its start."""
         start = incoming[side]
         width = min(ADDR_SPLIT, len(start))
         bases = [Signal(width, name=f"{side}_low{i}") for i in range(3)]
@@ -306,17 +304,17 @@ class AddressGenerator(wiring.Component):
         with m.If(walk):
             _set_bases(m, bases, next_step, total[:width])
             m.d.sync += carry.eq(total[width])
-        with m.If(take):
+        with m.If(idle):
             _set_bases(m, bases, Step.FIRST, start[:width])
             _set_bases(m, bases, first_next, first_total[:width])
             m.d.sync += carry.eq(first_total[width])
         return bases[0], carry
 
     @staticmethod
-    def _output_high(m, job, start, side, take, walk, step, carry):
+    def _output_high(m, job, start, side, idle, walk, step, carry):
         """Output stage, one side: the high address bits of the walked row, from the
         previous row's and the walk stage's carry (the copy's start for the first row,
-        which taking the copy outputs)."""
+        which is output while no copy is walked)."""
         width = len(start) - min(ADDR_SPLIT, len(start))
         bases = [Signal(width, name=f"{side}_high{i}") for i in range(3)]
         strides = [s[ADDR_SPLIT:len(start)] for s in _strides(job.geom, side)]
@@ -324,6 +322,6 @@ class AddressGenerator(wiring.Component):
         m.d.comb += high.eq(_pick(step, bases) + _pick(step, strides) + carry)
         with m.If(walk):
             _set_bases(m, bases, step, high)
-        with m.If(take):
+        with m.If(idle):
             _set_bases(m, bases, Step.FIRST, start[ADDR_SPLIT:])
         return high

@@ -12,7 +12,8 @@ from hdl.layouts import FirstSplit
 from hdl.legalizer import first_split, row_terms
 from hdl.ub_reader import ub_words_m1
 from axi_model import mark_new_sids
-from hdl_helpers import driver_types, run_sim, stream_put, synth_ecp5_module
+from hdl_helpers import (driver_types, register_sources, run_sim, stream_put,
+                         synth_ecp5_module)
 from model.isa import Opcode
 
 ES = (1, 2, 4, 8)
@@ -202,8 +203,27 @@ def test_addrgen_converts(kind):
     assert "module" in verilog.convert(AddressGenerator(kind))
 
 
-def test_ending_is_a_flip_flop(tmp_path):
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory):
+    """The MTE2 address generator after synth_ecp5 (Yosys JSON module)."""
+    return synth_ecp5_module(AddressGenerator(COPY_KINDS[0], W), "generator",
+                             tmp_path_factory.mktemp("generator"))
+
+
+def test_ending_is_a_flip_flop(synthesized):
     """After synth_ecp5, "the walked row ends the copy" (last row or aborted) is a
     flip-flop's output, so no gate of the two lies in front of the at-end flags."""
-    module = synth_ecp5_module(AddressGenerator(COPY_KINDS[0], W), "generator", tmp_path)
-    assert driver_types(module, module["netnames"]["ending"]["bits"]) == ["TRELLIS_FF"]
+    assert driver_types(synthesized, synthesized["netnames"]["ending"]["bits"]) == ["TRELLIS_FF"]
+
+
+@pytest.mark.parametrize("register", ["n_burst_left", "loop1_count_left", "loop2_count_left",
+                                      "src_low0", "dst_low2", "src_carry", "step",
+                                      "next_step", "ending"])
+def test_walk_registers_do_not_wait_on_copy_valid(synthesized, register):
+    """After synth_ecp5, the walk's registers (loop counters, address bases, step flags)
+    load the incoming copy on every cycle none is walked: the pipe's `copy.valid` reaches
+    none of their inputs; only `walking` and the copy number wait on a copy being taken."""
+    valid = set(synthesized["ports"]["copy__valid"]["bits"])
+    assert valid & register_sources(synthesized, "walking")
+    assert not valid & register_sources(synthesized, register)
+
