@@ -14,6 +14,7 @@ from .kept_lut import KeptLut, truth_table
 from .layouts import CMD_INDEX_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion, RowJob
 from .queue import BypassQueue
 from .regfile import PipeRegisters
+from .register_copy import RegisterCopy
 
 COPY_KIND = {
     Pipe.MTE2: Opcode.COPY_GM_TO_UBUF,
@@ -298,20 +299,20 @@ class PipeController(wiring.Component):
         first. Returns 1 while an end or a bus error waits to be recorded."""
         status = self.status
         m.d.comb += self.done.ready.eq(1)
-        ended_command = Signal()
-        ended_copy = Signal()
+        ended = Signal()
         failed = Signal()
         code = Signal(ErrorCode)
         index = Signal(CMD_INDEX_BITS)
-        m.d.sync += [ended_command.eq(finished), ended_copy.eq(copy_end),
+        m.d.sync += [ended.eq(finished | copy_end),
                      failed.eq(rule_error), code.eq(rule_code), index.eq(rule_index)]
         # The count goes up by the ends registered here, and by one more with a
-        # Completion: two sums of the count and a 2-bit value worked out from registers,
-        # each one carry chain, which the Completion only picks between.
-        ends = Signal(2)
-        ends_and_one = Signal(2)
-        m.d.comb += [ends.eq(ended_command + ended_copy),
-                     ends_and_one.eq(ended_command + ended_copy + 1)]
+        # Completion: two sums of the count and a 2-bit register, each one carry chain,
+        # which the Completion only picks between. The 2-bit registers are the chains'
+        # alone, kept apart from `ended` (which the pipe's busy reads far from the count,
+        # and which Yosys would merge with a bit of them), so they sit beside the chains.
+        steps = m.submodules.completed_steps = RegisterCopy(4)
+        m.d.comb += steps.d.eq(Cat(finished + copy_end, (finished + copy_end + 1)[:2]))
+        ends, ends_and_one = steps.q[:2], steps.q[2:]
         m.d.sync += status.completed.eq(Mux(self.done.valid, status.completed + ends_and_one,
                                             status.completed + ends))
 
@@ -329,4 +330,4 @@ class PipeController(wiring.Component):
         with m.Elif(failed & unrecorded):
             m.d.sync += [status.error.eq(code), status.error_index.eq(index),
                          status.error_addr.eq(0)]
-        return ended_command | ended_copy | bus_error
+        return ended | bus_error

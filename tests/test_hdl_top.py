@@ -21,9 +21,10 @@ import verilator
 
 from axi_model import PAGE, AxiMemory, Timing
 from hdl.axi import Resp
+from hdl.pipe import PipeController
 from hdl.top import MteDma
 from hdl.ub import TEST_READ_LATENCY
-from hdl_helpers import run_sim, stream_put
+from hdl_helpers import register_sources, run_sim, stream_put, synth_ecp5_module
 from model import isa
 from model.engine import Engine
 from model.errors import MteError
@@ -718,3 +719,13 @@ def test_generated_verilog_lints(tmp_path):
                            str(ROOT / "hdl" / "verilator_waivers.vlt"), str(out)],
                           env=env, capture_output=True, text=True)
     assert lint.returncode == 0, lint.stderr[-4000:]
+
+
+def test_completed_count_reads_its_own_step_registers(tmp_path):
+    """After synth_ecp5, the completed count is worked out from itself, the Completion's
+    `valid` and a step register of its own (kept apart from the "an end waits" register
+    the pipe's busy reads, so the placer can keep it beside the count's carry chains)."""
+    module = synth_ecp5_module(PipeController(Pipe.MTE2, "a5"), "pipe", tmp_path)
+    bits = {name: set(info["bits"]) for name, info in module["netnames"].items()}
+    sources = register_sources(module, "status__completed") - bits["status__completed"]
+    assert sources == bits["completed_steps.q"] | bits["done__valid"] | bits["rst"]
