@@ -12,9 +12,9 @@ from amaranth.lib.wiring import In, Out
 from model.isa import GM_ADDR_BITS
 from .arith import sum_mod
 from .axi import AXI4AddressSignature, BurstType
+from .kept_lut import load_in_groups
 from .layouts import (CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES,
                       ROW_TERM_BITS, SID_BITS)
-from .kept_lut import load_in_groups
 from .queue import BypassQueue, wrap_incr
 
 

@@ -311,7 +311,8 @@ class PipeController(wiring.Component):
         # alone, kept apart from `ended` (which the pipe's busy reads far from the count,
         # and which Yosys would merge with a bit of them), so they sit beside the chains.
         steps = m.submodules.completed_steps = RegisterCopy(4)
-        m.d.comb += steps.d.eq(Cat(finished + copy_end, (finished + copy_end + 1)[:2]))
+        ends_next = finished + copy_end
+        m.d.comb += steps.d.eq(Cat(ends_next, (ends_next + 1)[:2]))
         ends, ends_and_one = steps.q[:2], steps.q[2:]
         m.d.sync += status.completed.eq(Mux(self.done.valid, status.completed + ends_and_one,
                                             status.completed + ends))

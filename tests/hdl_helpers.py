@@ -177,4 +177,3 @@ def register_sources(module, name):
         else:
             pending += _cell_inputs(cell)
     return sources
-

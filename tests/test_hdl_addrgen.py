@@ -226,4 +226,3 @@ def test_walk_registers_do_not_wait_on_copy_valid(synthesized, register):
     valid = set(synthesized["ports"]["copy__valid"]["bits"])
     assert valid & register_sources(synthesized, "walking")
     assert not valid & register_sources(synthesized, register)
-
