@@ -29,7 +29,8 @@ ADDRESS_FIELDS = {
     Opcode.COPY_UBUF_TO_UBUF: ("ub_src", "ub_dst"),
 }
 LOOP_COUNTS = ("n_burst", "loop1_count", "loop2_count")     # inner to outer
-COUNT_FLAGS = ("many", "two")     # each count > 1, == 2
+# The flags worked out of each count: count > 1, count == 2.
+COUNT_FLAGS = {"many": lambda count: count > 1, "two": lambda count: count == 2}
 LOG2_ES_BITS = 2
 ES_BITS = max(d.size for d in DTYPES).bit_length()
 LINE_SHIFT = exact_log2(UB_LINE)
@@ -462,8 +463,8 @@ class CopyChecker(wiring.Component):
             empty |= value == 0
         flags = {"empty": _reg(m, empty, "empty")}
         for name, value in counts.items():
-            flags[f"{name}_many"] = _reg(m, value > 1, f"{name}_many")
-            flags[f"{name}_two"] = _reg(m, value == 2, f"{name}_two")
+            for flag, test in COUNT_FLAGS.items():
+                flags[f"{name}_{flag}"] = _reg(m, test(value), f"{name}_{flag}")
         return flags
 
     def _geometry(self, held, derived):
