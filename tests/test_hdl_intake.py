@@ -4,7 +4,7 @@ import random
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Value
 from amaranth.lib import wiring
 
 from hdl.commands import command_bits
@@ -67,10 +67,11 @@ def expected_routes(items):
     return routes, bad
 
 
-def run_stream(items, stall, rng, depth=8, hold=None, routed=False):
+def run_stream(items, stall, rng, depth=8, hold=None, routed=False, gap=0.0):
     """Feeds the words of `items`; collects every pipe's output with random stalls.
     hold: a pipe whose output stays not-ready until every other pipe is done. routed:
-    the words come as RoutedWords, with the isa tables' route of each."""
+    the words come as RoutedWords, with the isa tables' route of each. gap: the share of
+    words that come after an idle cycle, `valid` low and random bits on the payload."""
     dut = IntakeAndDispatch(depth, routed)
     routes, _ = expected_routes(items)
     got = {pipe: [] for pipe in ENGINE_PIPES}
@@ -79,6 +80,11 @@ def run_stream(items, stall, rng, depth=8, hold=None, routed=False):
     async def producer(ctx):
         for _, _, words in items:
             for word in words:
+                if rng.random() < gap:
+                    ctx.set(dut.intake.words.valid, 0)
+                    payload = Value.cast(dut.intake.words.payload)
+                    ctx.set(payload, rng.getrandbits(len(payload)))
+                    await ctx.tick()
                 if routed:
                     flag, pipe, kind, flag_to = first_word_route(word)
                     word = {"word": word, "flag": flag, "pipe": pipe, "kind": kind,
@@ -126,6 +132,17 @@ def test_every_op_decoded_and_routed(routed):
     items = random_stream(rng, 400)
     assert {op.opcode for op, _, _ in items if op} == set(Opcode)
     routes, got, bad = run_stream(items, stall=0.3, rng=rng, routed=routed)
+    check_routes(routes, got)
+    assert bad == sum(1 for op, _, _ in items if op is None)
+
+
+@pytest.mark.parametrize("routed", [False, True])
+def test_idle_cycles_between_words_move_nothing(routed):
+    """Random bits on the payload while `valid` is low, between the words of a command
+    and between commands, reach no command and count as no word."""
+    rng = random.Random(6)
+    items = random_stream(rng, 300)
+    routes, got, bad = run_stream(items, stall=0.3, rng=rng, routed=routed, gap=0.3)
     check_routes(routes, got)
     assert bad == sum(1 for op, _, _ in items if op is None)
 
