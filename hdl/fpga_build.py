@@ -285,6 +285,7 @@ def _row(name, values):
 def table(results, profile, width_bytes, freq):
     lines = [f"ECP5 LFE5U-85F CABGA381, default speed grade, out of context, "
              f"--freq {freq:g}; profile {profile}, W = {width_bytes} bytes",
+             f"placer: {' '.join(PLACER)} (total: {' '.join(WHOLE_DESIGN_PLACER)})",
              "mte2, mte3, v: one pipe's controller and datapath (no UB, no CSR); "
              "ub: the UB alone; total: MteDmaFpga",
              _row("build", [name for name, _ in COLUMNS])]
