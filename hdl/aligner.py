@@ -408,6 +408,10 @@ class Aligner(wiring.Component):
         room = Signal()
         emit = Signal()
         pops = Signal(2)
+        # Whether output k retires an entry if it goes: a register, so whether the queue
+        # is full next, and the source side's room, wait on the output's room alone and
+        # not on the merge's decision (from `uses_hi`, the fill and `pops_if`).
+        retires_if = Signal()
         m.d.comb += [
             emit.eq(nonempty & (~uses_hi | two) & room),
             pops.eq(Mux(emit, pops_if, 0)),
@@ -418,7 +422,7 @@ class Aligner(wiring.Component):
         m.d.comb += [
             last_valid_next.eq(Mux(advance, st_valid[-2] if stages > 1 else src_take,
                                    st_valid[-1])),
-            full_next.eq(~(emit & pops_if.any()) & (full | (almost_full & st_valid[-1]))),
+            full_next.eq(~(retires_if & room) & (full | (almost_full & st_valid[-1]))),
             src_room.eq(~last_valid_next | ~full_next),
         ]
         m.d.sync += [
@@ -498,6 +502,9 @@ class Aligner(wiring.Component):
             m.d.comb += [last_next.eq(next_last),
                          uses_hi_next.eq(~next_last | head_tail)]
         m.d.sync += [last.eq(last_next), uses_hi.eq(uses_hi_next)]
+        pops_any_next = Mux(head_loads, next_head.tag.pops0.any(), emit | pops_if.any())
+        m.d.sync += retires_if.eq(filled_next[0] & (~uses_hi_next | filled_next[1])
+                                  & pops_any_next)
 
         def ends_if_next(emitting):
             """last_next & (~uses_hi_next | two after this edge), if `emit` is
