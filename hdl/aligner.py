@@ -502,6 +502,8 @@ class Aligner(wiring.Component):
             m.d.comb += [last_next.eq(next_last),
                          uses_hi_next.eq(~next_last | head_tail)]
         m.d.sync += [last.eq(last_next), uses_hi.eq(uses_hi_next)]
+        # `pops_if` after this edge is non-zero: the new head row's pops0 if it loads,
+        # else 1 or 2 if an output goes, else as it is.
         pops_any_next = Mux(head_loads, next_head.tag.pops0.any(), emit | pops_if.any())
         m.d.sync += retires_if.eq(filled_next[0] & (~uses_hi_next | filled_next[1])
                                   & pops_any_next)
