@@ -15,7 +15,7 @@ SIM     ?= verilator
 WAVES   ?= 0
 export SIM WAVES
 
-.PHONY: all venv test sim bench-model verilog lint bench fpga clean
+.PHONY: all venv test sim fpga-sim bench-model verilog lint bench fpga clean
 
 all: test
 
@@ -32,6 +32,14 @@ test: $(STAMP)
 
 sim: $(STAMP)
 	$(VPY) -m tb.run --seed $(SEED) --count $(COUNT) --profile $(PROFILE) --width $(WIDTH)
+
+# The FPGA top driven only through its AXI4-Lite registers, as a CPU drives it: its fixed
+# programs, then COUNT random programs from SEED and one ending in each error class.
+# Every program's whole UB is read back through a 32-bit window: seconds per program.
+fpga-sim: COUNT = 20
+fpga-sim: $(STAMP)
+	$(VPY) -m tb.fpga_run --seed $(SEED) --count $(COUNT) --errors --profile $(PROFILE) \
+		--width $(WIDTH)
 
 bench-model: $(STAMP)
 	$(VPY) -m model.bench

@@ -1,9 +1,12 @@
 """Build `mte_dma_fpga` (the FPGA top) under Verilator and run tb/test_fpga_top.py on it.
 
-    python -m tb.fpga_run [--profile a5] [--width 32]   build if needed, run every test
+    python -m tb.fpga_run [--profile a5] [--width 32]   build if needed, run cpu_programs
+    python -m tb.fpga_run --seed 7 --count 50 --errors  and a soak through the CSR (cpu_soak)
+    python -m tb.fpga_run --case 0x1a2b3c4d/GM_RANGE    one soak program again
 
 The Verilog comes from `python -m hdl.gen --top fpga` into sim_build/fpga_tb/, built by
-tb/run.py's `build` (again only when that text changes).
+tb/run.py's `build` (again only when that text changes). The soak runs the programs
+tb/run.py would, chosen by the same MTE_* variables (tb/test_mte.py).
 """
 
 import argparse
@@ -22,16 +25,25 @@ def build(profile="a5", width=32):
                         toplevel=tb_run.FPGA_TOPLEVEL)
 
 
-def run(runner, build_dir, profile="a5", tests=None):
-    """One simulator run; returns {cocotb test name: passed} from its xUnit results."""
+def soak_environment(seed=1, count=0, errors=False, cases=()):
+    """The MTE_* variables that give cpu_soak its programs; {} when it has none."""
+    if not (count or errors or cases):
+        return {}
+    return {"MTE_SEED": str(seed), "MTE_COUNT": str(count), "MTE_ERRORS": "1" if errors else "",
+            "MTE_CASES": ",".join(cases)}
+
+
+def run(runner, build_dir, profile="a5", soak=None):
+    """One simulator run of cpu_programs, and of cpu_soak when `soak` (soak_environment)
+    gives it programs; returns {cocotb test name: passed} from its xUnit results."""
     results = build_dir / "results.xml"
     results.unlink(missing_ok=True)
     try:
         runner.test(hdl_toplevel=tb_run.FPGA_TOPLEVEL, hdl_toplevel_lang="verilog",
                     test_module=TEST_MODULE, build_dir=build_dir, test_dir=build_dir,
-                    testcase=tests,
+                    testcase=["cpu_programs", "cpu_soak"] if soak else ["cpu_programs"],
                     extra_env={"MTE_PROFILE": profile,
-                               "PYTHONWARNINGS": "ignore::DeprecationWarning"},
+                               "PYTHONWARNINGS": "ignore::DeprecationWarning", **(soak or {})},
                     results_xml=str(results))
     except SystemExit:
         pass        # the runner exits on a failed test; results.xml says which
@@ -46,9 +58,16 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="a5")
     parser.add_argument("--width", type=int, default=32)
+    parser.add_argument("--seed", type=lambda text: int(text, 0), default=1)
+    parser.add_argument("--count", type=int, default=0, help="random programs from SEED")
+    parser.add_argument("--errors", action="store_true",
+                        help="and one program ending in each error class")
+    parser.add_argument("--case", default="", help="comma-separated SEED[/ERROR_CODE] specs")
     args = parser.parse_args(argv)
+    soak = soak_environment(args.seed, args.count, args.errors,
+                            tuple(filter(None, args.case.split(","))))
     runner, build_dir = build(args.profile, args.width)
-    outcome = run(runner, build_dir, args.profile)
+    outcome = run(runner, build_dir, args.profile, soak)
     failed = [name for name, passed in outcome.items() if not passed]
     print("no results" if not outcome else
           f"FAILED: {', '.join(failed)}" if failed else "all tests passed")

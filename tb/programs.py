@@ -933,9 +933,12 @@ ERROR_BUILDERS = {
 
 def generate(seed, error=AUTO, profile="a5", copies=None):
     """The case a seed names. `error`: AUTO, None (a legal program) or an ErrorCode."""
-    rng = random.Random(seed)
     if error == AUTO:
-        error = rng.choice(ERROR_CLASSES) if rng.random() < ERROR_SHARE else None
+        # drawn apart from the program, so the spec printed for the case (SEED or
+        # SEED/ERROR_CODE) names the same program when it is run again
+        choice = random.Random(f"mte-error:{seed}")
+        error = choice.choice(ERROR_CLASSES) if choice.random() < ERROR_SHARE else None
+    rng = random.Random(seed)
     p = _Program(rng, profile)
     for _ in range(copies if copies is not None else rng.randint(2, 10)):
         p.add_legal()

@@ -33,7 +33,7 @@ from model.seeds import EXAMPLES
 from tb.harness import CLOCK_NS, BusStats, GlobalMemory, GmReader, GmWriter, PipeStatus
 from tb.programs import GUARD, case_seed, example_cases, generate
 from tb.scoreboard import ENGINE_PIPES, compare, drain_points, expect, instr_pipe
-from tb.test_mte import RESET_REGISTERS
+from tb.test_mte import RESET_REGISTERS, configured_cases
 
 REG = {r.name: r.offset for r in regmap.REGISTERS}
 IRQ_DONE = 1 << regmap.BY_NAME["IRQ_STATUS"].field("done").lsb
@@ -42,6 +42,7 @@ IRQ_LINE = 1 << regmap.BY_NAME["IRQ_STATUS"].field("irq").lsb
 WATCHDOG = 100_000          # cycles a program may take before its interrupt
 CHUNK = 1024                # AXI4-Lite accesses queued at once
 EXAMPLE = "000/3 padded load f16"
+SOAK_LATENCIES = (0, 8, 64, 400)     # most cycles a GM read burst waits, drawn per program
 
 
 def cycle():
@@ -63,6 +64,7 @@ class Cpu:
         self.ub = None              # what the CPU knows UB holds (None: nothing)
         self.commands = 0           # commands pushed since reset: how the engine numbers them
         self.waits = 0              # CMD_FREE reads that found too little room
+        self.push_sizes = None      # a random.Random: push a random part of the room; None: all
 
     async def read(self, name):
         response = await self.axil.read(REG[name], 4)
@@ -116,8 +118,11 @@ class Cpu:
             assert free <= regmap.CMD_FIFO_DEPTH, f"CMD_FREE reads {free}"
             if free < min(regmap.CMD_FIFO_DEPTH, len(words) - sent):
                 self.waits += 1
-            await self._writes("CMD", words[sent:sent + free])
-            sent += free
+            size = min(free, len(words) - sent)
+            if size and self.push_sizes:
+                size = self.push_sizes.randint(1, size)
+            await self._writes("CMD", words[sent:sent + size])
+            sent += size
         self.commands += len(command_words)
 
     async def status(self, pipe):
@@ -172,6 +177,7 @@ class Run:
     irq_status: int          # IRQ_STATUS at the first interrupt
     busy: set                # pipes whose STATUS.busy read 1 once the last word was in
     cycles: int              # from the first word pushed to done
+    commands: int            # commands pushed
 
 
 async def push_and_wait(fpga, words, command_words):
@@ -189,7 +195,7 @@ async def push_and_wait(fpga, words, command_words):
     if not first & IRQ_DONE:
         await cpu.write("IRQ_ENABLE", IRQ_DONE)
         await wait_irq(fpga)
-    return Run(first, busy, cycle() - begin)
+    return Run(first, busy, cycle() - begin, len(command_words))
 
 
 async def run_program(fpga, case, latency=8):
@@ -204,7 +210,8 @@ async def run_program(fpga, case, latency=8):
     before = {pipe: (await cpu.status(pipe)).completed for pipe in ENGINE_PIPES}
     base = cpu.commands
     run = await push_and_wait(fpga, expectation.words, expectation.command_words)
-    expect_error = expectation.error is not None
+    # an error the assembler finds (a field that does not fit) never reaches the engine
+    expect_error = any(p.error != ErrorCode.NONE for p in expectation.pipes.values())
     assert bool(run.irq_status & IRQ_ERROR) == expect_error, f"{case.name}: IRQ_STATUS " \
         f"{run.irq_status:#x} at the interrupt, model error {expectation.error}"
     irq_status = await cpu.read("IRQ_STATUS")
@@ -272,6 +279,17 @@ def mixed_program(profile, copies=24):
     raise AssertionError("no generated program has all three pipes and flags")
 
 
+async def identify(fpga):
+    """ID and CONFIG as the CPU finds them after reset; CONFIG gives the CPU the UB size."""
+    cpu, dut = fpga.cpu, fpga.dut
+    assert await cpu.read("ID") == regmap.ID_VALUE
+    config = await cpu.read("CONFIG")
+    assert field("CONFIG", "width_bytes", config) == len(dut.m_axi__wdata) // 8, f"{config:#x}"
+    cpu.ub_size = field("CONFIG", "ub_kib", config) * 1024
+    assert cpu.ub_size == PROFILES[fpga.profile].ub_size, f"CONFIG {config:#x}"
+    assert await cpu.read("CMD_FREE") == regmap.CMD_FIFO_DEPTH
+
+
 @cocotb.test()
 async def cpu_programs(dut):
     """Identity, a seed example, a random program on every pipe, a rule error (reported,
@@ -279,12 +297,7 @@ async def cpu_programs(dut):
     with its address."""
     fpga = await start(dut)
     cpu = fpga.cpu
-    assert await cpu.read("ID") == regmap.ID_VALUE
-    config = await cpu.read("CONFIG")
-    assert field("CONFIG", "width_bytes", config) == len(dut.m_axi__wdata) // 8, f"{config:#x}"
-    cpu.ub_size = field("CONFIG", "ub_kib", config) * 1024
-    assert cpu.ub_size == PROFILES[fpga.profile].ub_size, f"CONFIG {config:#x}"
-    assert await cpu.read("CMD_FREE") == regmap.CMD_FIFO_DEPTH
+    await identify(fpga)
 
     await run_program(fpga, guarded_example(EXAMPLE, fpga.profile))
     # slow GM reads back the commands up into the CSR's FIFO
@@ -301,3 +314,29 @@ async def cpu_programs(dut):
     await run_program(fpga, bus_error)
     await clear_error(fpga)
     dut._log.info("%d CMD_FREE reads found the FIFO short of room", cpu.waits)
+
+
+@cocotb.test()
+async def cpu_soak(dut):
+    """The regression's programs (tb/test_mte.py's MTE_SEED and MTE_COUNT, MTE_CASES,
+    MTE_ERRORS: random programs, some ending in an error, and one ending in each error
+    class), one after another through the CSR alone, each with its GM read latency and
+    the CPU's push sizes drawn from its name; an error is cleared before the next."""
+    fpga = await start(dut)
+    cpu = fpga.cpu
+    await identify(fpga)
+    programs = commands = 0
+    for _, case in configured_cases():
+        draw = random.Random(case.name)
+        cpu.push_sizes = draw
+        rerun = case.rerun.replace("tb.run", f"tb.fpga_run --profile {fpga.profile}")
+        try:
+            run = await run_program(fpga, case, latency=draw.choice(SOAK_LATENCIES))
+            if run.irq_status & IRQ_ERROR:
+                await clear_error(fpga)
+        except AssertionError as failure:
+            raise AssertionError(f"{failure}\nre-run: {rerun}") from failure
+        programs, commands = programs + 1, commands + run.commands
+    assert programs, "no programs: set MTE_COUNT, MTE_CASES or MTE_ERRORS"
+    dut._log.info("soak: %d programs, %d commands, %d CMD_FREE reads short of room",
+                  programs, commands, cpu.waits)
