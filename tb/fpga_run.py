@@ -2,7 +2,7 @@
 
     python -m tb.fpga_run [--profile a5] [--width 32]   build if needed, run cpu_programs
     python -m tb.fpga_run --seed 7 --count 50 --errors  and a soak through the CSR (cpu_soak)
-    python -m tb.fpga_run --case 0x1a2b3c4d/GM_RANGE    one soak program again
+    python -m tb.fpga_run --case 0x1a2b3c4d/GM_RANGE    one soak program again (repeatable)
 
 The Verilog comes from `python -m hdl.gen --top fpga` into sim_build/fpga_tb/, built by
 tb/run.py's `build` (again only when that text changes). The soak runs the programs
@@ -29,8 +29,7 @@ def soak_environment(seed=1, count=0, errors=False, cases=()):
     """The MTE_* variables that give cpu_soak its programs; {} when it has none."""
     if not (count or errors or cases):
         return {}
-    return {"MTE_SEED": str(seed), "MTE_COUNT": str(count), "MTE_ERRORS": "1" if errors else "",
-            "MTE_CASES": ",".join(cases)}
+    return tb_run.program_environment(seed, count, errors, cases)
 
 
 def run(runner, build_dir, profile="a5", soak=None):
@@ -62,10 +61,10 @@ def main(argv=None):
     parser.add_argument("--count", type=int, default=0, help="random programs from SEED")
     parser.add_argument("--errors", action="store_true",
                         help="and one program ending in each error class")
-    parser.add_argument("--case", default="", help="comma-separated SEED[/ERROR_CODE] specs")
+    parser.add_argument("--case", action="append", default=[], metavar="SEED[/ERROR]",
+                        help="run this generated program (repeatable)")
     args = parser.parse_args(argv)
-    soak = soak_environment(args.seed, args.count, args.errors,
-                            tuple(filter(None, args.case.split(","))))
+    soak = soak_environment(args.seed, args.count, args.errors, args.case)
     runner, build_dir = build(args.profile, args.width)
     outcome = run(runner, build_dir, args.profile, soak)
     failed = [name for name, passed in outcome.items() if not passed]

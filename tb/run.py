@@ -157,14 +157,19 @@ def table(records):
     return "\n".join(lines)
 
 
+def program_environment(seed, count, errors=False, cases=(), examples=False, example=()):
+    """The MTE_* variables that choose the programs (tb/test_mte.py's configured_cases)."""
+    return {"MTE_SEED": str(seed), "MTE_COUNT": str(count),
+            "MTE_EXAMPLES": "1" if examples else "0", "MTE_ERRORS": "1" if errors else "0",
+            "MTE_CASES": ",".join(cases), "MTE_EXAMPLE": ",".join(map(str, example))}
+
+
 def environment(args):
-    env = {"MTE_PROFILE": args.profile, "MTE_SEED": str(args.seed),
-           "MTE_COUNT": str(args.count), "MTE_EXAMPLES": "1" if args.examples else "0",
-           "MTE_ERRORS": "1" if args.errors else "0", "MTE_CASES": ",".join(args.case),
-           "MTE_EXAMPLE": ",".join(map(str, args.example)),
-           "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"),
-           "PYTHONWARNINGS": "ignore::DeprecationWarning"}    # cocotbext-axi's task.kill()
-    return env
+    return {"MTE_PROFILE": args.profile,
+            **program_environment(args.seed, args.count, args.errors, args.case,
+                                  args.examples, args.example),
+            "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"),
+            "PYTHONWARNINGS": "ignore::DeprecationWarning"}    # cocotbext-axi's task.kill()
 
 
 def argument_parser():
