@@ -39,7 +39,7 @@ from .ubcopy import UbCopyDatapath
 
 DEVICE = ["--85k", "--package", "CABGA381"]
 # The placer weighs timing three times its default (10): the whole design's worst paths
-# are mostly routing (the README's FPGA section has the builds with each).
+# are mostly routing (docs/fpga.md has the builds with each).
 PLACER = ["--placer-heap-timingweight", "30"]
 # For the whole design its spreading anchors also pull at half their default weight
 # (alpha 0.1), so cells stay nearer their connections: 6 to 12 % less wire there. MTE2,
@@ -49,8 +49,8 @@ WHOLE_DESIGN_PLACER = [*PLACER, "--placer-heap-alpha", "0.05"]
 # The router (router1) rips up and routes again, critical first, the arcs that still miss
 # the clock once everything is routed: routing is most of every worst path, and on the
 # whole design's placements at seeds 1 to 5 it gave 121.0 to 127.0 MHz where they gave
-# 116.1 to 123.7 (the README's "version before"). A build that meets the clock is routed
-# as without it.
+# 116.1 to 123.7 (docs/fpga.md, "the version before"). A build that meets the clock is
+# routed as without it.
 ROUTER = ["--tmg-ripup"]
 GOAL_MHZ = 125
 DP16KD_AVAILABLE = 208          # LFE5U-85F

@@ -164,6 +164,38 @@ def test_status_irq_and_error_clear():
     run_sim(dut, bench, background=[watch_clear], timeout=5000)
 
 
+def test_writes_that_name_no_writable_register_change_nothing():
+    """An offset no register uses reads 0; a write there, or to a read-only register,
+    pushes no command, clears nothing and touches no UB byte; every response is OKAY."""
+    dut = CsrFrontEnd(32, UB_SIZE)
+    writable = {"CMD", "IRQ_ENABLE", "IRQ_STATUS", "UB_ADDR", "UB_DATA"}
+    assert writable == {r.name for r in regmap.REGISTERS if r.access != "RO"}
+    unused = sorted(set(range(0, 1 << regmap.ADDR_BITS, 4)) - set(REG.values()))
+    read_only = [r.offset for r in regmap.REGISTERS if r.name not in writable]
+    side_effects = []
+
+    async def bench(ctx):
+        await axil_write(ctx, dut.axil, REG["UB_ADDR"], 0x40)
+        before = {offset: await axil_read(ctx, dut.axil, offset) for offset in read_only}
+        for offset in unused + read_only:
+            await axil_write(ctx, dut.axil, offset, 0xFFFF_FFFF)
+        for offset in unused + [REG["CMD"]]:
+            assert await axil_read(ctx, dut.axil, offset) == 0
+        assert {offset: await axil_read(ctx, dut.axil, offset)
+                for offset in read_only} == before
+        assert await axil_read(ctx, dut.axil, REG["IRQ_ENABLE"]) == 0
+        assert await axil_read(ctx, dut.axil, REG["UB_ADDR"]) == 0x40
+
+    async def watch(ctx):
+        async for *_, valid, clear, we in ctx.tick().sample(dut.cmd.valid, dut.clear_errors,
+                                                             dut.ub.we):
+            if valid or clear or we:
+                side_effects.append((valid, clear, we))
+
+    run_sim(dut, bench, background=[watch], timeout=20000)
+    assert unused and side_effects == []
+
+
 def test_readme_shows_the_register_map():
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert regmap.markdown_table() in readme
