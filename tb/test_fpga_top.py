@@ -198,9 +198,36 @@ async def push_and_wait(fpga, words, command_words):
     return Run(first, busy, cycle() - begin, len(command_words))
 
 
-async def run_program(fpga, case, latency=8):
+class StatusPoller:
+    """A second CPU thread that reads every pipe's COMPLETED and CMD_FREE over and over
+    while the first pushes a program, so reads and CMD writes meet in the front end: a
+    count never goes back, CMD_FREE never exceeds the FIFO."""
+
+    def __init__(self, cpu, completed):
+        self.cpu, self.completed = cpu, dict(completed)
+        self.running = True
+        self.task = cocotb.start_soon(self._poll())
+
+    async def _poll(self):
+        while self.running:
+            for pipe in ENGINE_PIPES:
+                now = await self.cpu.read(f"{pipe.name}_COMPLETED")
+                assert now >= self.completed[pipe], \
+                    f"{pipe.name}_COMPLETED went from {self.completed[pipe]} to {now}"
+                self.completed[pipe] = now
+            free = await self.cpu.read("CMD_FREE")
+            assert free <= regmap.CMD_FIFO_DEPTH, f"CMD_FREE reads {free}"
+
+    async def stop(self):
+        self.running = False
+        await self.task
+        return self.completed
+
+
+async def run_program(fpga, case, latency=8, poll=False):
     """Run one case through the CSR and check memories and status against the model.
-    Each GM read burst waits up to `latency` cycles before its data."""
+    Each GM read burst waits up to `latency` cycles before its data; with `poll`, a
+    StatusPoller reads status while the program is pushed and run."""
     cpu, expectation = fpga.cpu, expect(case)
     fpga.gm.gm = GlobalMemory(case.gm, case.fault_pages)
     fpga.gm.reader.max_latency = latency
@@ -209,7 +236,9 @@ async def run_program(fpga, case, latency=8):
     await push_and_wait(fpga, *RESET_REGISTERS)
     before = {pipe: (await cpu.status(pipe)).completed for pipe in ENGINE_PIPES}
     base = cpu.commands
+    poller = StatusPoller(cpu, before) if poll else None
     run = await push_and_wait(fpga, expectation.words, expectation.command_words)
+    polled = await poller.stop() if poller else before
     # an error the assembler finds (a field that does not fit) never reaches the engine
     expect_error = any(p.error != ErrorCode.NONE for p in expectation.pipes.values())
     assert bool(run.irq_status & IRQ_ERROR) == expect_error, f"{case.name}: IRQ_STATUS " \
@@ -224,6 +253,8 @@ async def run_program(fpga, case, latency=8):
         assert got.busy == 0, f"{label} busy after done"
         assert got.completed - before[pipe] == want.completed, \
             f"{label} completed {got.completed - before[pipe]}, the model {want.completed}"
+        assert polled[pipe] <= got.completed, \
+            f"{label} completed {polled[pipe]} while it ran, {got.completed} once done"
         assert got.error == want.error, f"{label} error {got.error}, expected {want.error!r}"
         if want.error != ErrorCode.NONE:
             assert got.error_index == base + want.error_index, \
@@ -320,8 +351,9 @@ async def cpu_programs(dut):
 async def cpu_soak(dut):
     """The regression's programs (tb/test_mte.py's MTE_SEED and MTE_COUNT, MTE_CASES,
     MTE_ERRORS: random programs, some ending in an error, and one ending in each error
-    class), one after another through the CSR alone, each with its GM read latency and
-    the CPU's push sizes drawn from its name; an error is cleared before the next."""
+    class), one after another through the CSR alone, each with its GM read latency, the
+    CPU's push sizes and whether a StatusPoller runs beside it drawn from its name; an
+    error is cleared before the next."""
     fpga = await start(dut)
     cpu = fpga.cpu
     await identify(fpga)
@@ -331,7 +363,8 @@ async def cpu_soak(dut):
         cpu.push_sizes = draw
         rerun = case.rerun.replace("tb.run", f"tb.fpga_run --profile {fpga.profile}")
         try:
-            run = await run_program(fpga, case, latency=draw.choice(SOAK_LATENCIES))
+            run = await run_program(fpga, case, latency=draw.choice(SOAK_LATENCIES),
+                                    poll=draw.random() < 0.5)
             if run.irq_status & IRQ_ERROR:
                 await clear_error(fpga)
         except AssertionError as failure:
