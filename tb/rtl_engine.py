@@ -22,11 +22,11 @@ import numpy as np
 
 from model import isa
 from model.assembler import assemble_until_error
-from model.engine import COPY_OPCODES, Engine
+from model.engine import Engine
 from model.errors import MteError
 from model.isa import PROFILES, ErrorCode, Pipe
 from model.memory import GlobalMemory
-from tb.scoreboard import copy_rows, destination_space
+from tb.scoreboard import copies_with_registers, copy_rows, destination_space
 
 PAGE = 4096
 WIDTH = 32
@@ -164,16 +164,12 @@ def _unspecified(error, instrs):
     """Destination ranges of the copies of the line that failed with BUS_ERROR."""
     if error is None or error.code != ErrorCode.BUS_ERROR:
         return {}
-    regs = {pipe: isa.reset_registers(pipe) for pipe in (Pipe.MTE2, Pipe.MTE3)}
     out = {}
-    for instr in instrs:
-        op = instr.op
-        if op.opcode in isa.REGISTER_WRITES:
-            pipe, _ = isa.REGISTER_WRITES[op.opcode]
-            isa.apply_register_write(regs[pipe], op, instr.values)
-        elif op.opcode in COPY_OPCODES and instr.line == error.line:
-            rows = copy_rows(op, instr.values, regs.get(op.pipe))
-            out.setdefault(destination_space(op), []).extend((d, d + n) for _, d, _, n in rows)
+    for instr, regs in copies_with_registers(instrs):
+        if instr.line == error.line:
+            rows = copy_rows(instr.op, instr.values, regs)
+            out.setdefault(destination_space(instr.op), []).extend(
+                (d, d + n) for _, d, _, n in rows)
     return out
 
 

@@ -42,6 +42,37 @@ def copy_rows(op, values, regs):
     return rows
 
 
+def copies_with_registers(instrs):
+    """(copy, its pipe's loop registers as the writes before it leave them; None for V)
+    for every copy of `instrs`, in order."""
+    regs = {pipe: isa.reset_registers(pipe) for pipe in (Pipe.MTE2, Pipe.MTE3)}
+    for instr in instrs:
+        op = instr.op
+        if op.opcode in isa.REGISTER_WRITES:
+            pipe, _ = isa.REGISTER_WRITES[op.opcode]
+            isa.apply_register_write(regs[pipe], op, instr.values)
+        elif op.opcode in COPY_OPCODES:
+            yield instr, regs.get(op.pipe)
+
+
+def untouched_ub(instrs, copies, ub_size):
+    """[start, end) ranges of whole 4-byte words of UB that none of the first `copies`
+    commands reads or writes, by the model's loop nest."""
+    touched = []
+    for instr, regs in copies_with_registers(instrs[:copies]):
+        for src, dst, read, written in copy_rows(instr.op, instr.values, regs):
+            if instr.op.opcode != Opcode.COPY_GM_TO_UBUF:
+                touched.append((src, src + read))
+            if destination_space(instr.op) == "ub":
+                touched.append((dst, dst + written))
+    free, at = [], 0
+    for start, end in sorted(touched) + [(ub_size, ub_size)]:
+        if (start & ~3) > rules.align_up(at, 4):
+            free.append((rules.align_up(at, 4), start & ~3))
+        at = max(at, end)
+    return free
+
+
 def destination_space(op):
     return "gm" if op.opcode == Opcode.COPY_UBUF_TO_GM else "ub"
 
@@ -174,15 +205,10 @@ class Mismatch:
 
 def last_writer(instrs, upto, space, address):
     """Which of the first `upto` instructions last wrote a byte, by the model's loop nest."""
-    regs = {pipe: isa.reset_registers(pipe) for pipe in (Pipe.MTE2, Pipe.MTE3)}
     found = None
-    for instr in instrs[:upto]:
-        op = instr.op
-        if op.opcode in isa.REGISTER_WRITES:
-            pipe, _ = isa.REGISTER_WRITES[op.opcode]
-            isa.apply_register_write(regs[pipe], op, instr.values)
-        elif op.opcode in COPY_OPCODES and destination_space(op) == space:
-            rows = copy_rows(op, instr.values, regs.get(op.pipe))
+    for instr, regs in copies_with_registers(instrs[:upto]):
+        if destination_space(instr.op) == space:
+            rows = copy_rows(instr.op, instr.values, regs)
             if any(dst <= address < dst + written for _, dst, _, written in rows):
                 found = instr
     if found is None:

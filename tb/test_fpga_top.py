@@ -32,7 +32,8 @@ from model.isa import PROFILES, ErrorCode
 from model.seeds import EXAMPLES
 from tb.harness import CLOCK_NS, BusStats, GlobalMemory, GmReader, GmWriter, PipeStatus
 from tb.programs import GUARD, case_seed, example_cases, generate
-from tb.scoreboard import ENGINE_PIPES, compare, drain_points, expect, instr_pipe
+from tb.scoreboard import (ENGINE_PIPES, compare, drain_points, expect, instr_pipe,
+                           untouched_ub)
 from tb.test_mte import RESET_REGISTERS, configured_cases
 
 REG = {r.name: r.offset for r in regmap.REGISTERS}
@@ -75,7 +76,7 @@ class Cpu:
         response = await self.axil.write(REG[name], value.to_bytes(4, "little"))
         assert response.resp == AxiResp.OKAY, f"write {name}: {response.resp}"
 
-    async def _writes(self, name, values):
+    async def writes(self, name, values):
         """Back-to-back writes of one register (CMD, UB_DATA), queued a chunk at a time."""
         for start in range(0, len(values), CHUNK):
             events = [self.axil.init_write(REG[name], int(v).to_bytes(4, "little"))
@@ -94,20 +95,25 @@ class Cpu:
         edges = np.flatnonzero(np.diff(np.concatenate(([0], changed.astype(np.int8), [0]))))
         for first, end in zip(edges[::2], edges[1::2]):
             await self.write("UB_ADDR", int(first) * 4)
-            await self._writes("UB_DATA", words[first:end])
+            await self.writes("UB_DATA", words[first:end])
         self.ub = bytes(image)
+
+    async def reads(self, name, count):
+        """Back-to-back reads of one register (UB_DATA), queued a chunk at a time: their
+        bytes, in order."""
+        out = bytearray()
+        for start in range(0, count, CHUNK):
+            events = [self.axil.init_read(REG[name], 4)
+                      for _ in range(min(CHUNK, count - start))]
+            await events[-1].wait()
+            assert all(e.data.resp == AxiResp.OKAY for e in events), f"read {name} failed"
+            out += b"".join(e.data.data for e in events)
+        return bytes(out)
 
     async def read_ub(self):
         """The whole UB through the window (UB_ADDR steps by 4 on every UB_DATA read)."""
         await self.write("UB_ADDR", 0)
-        out, words = bytearray(), self.ub_size // 4
-        for start in range(0, words, CHUNK):
-            events = [self.axil.init_read(REG["UB_DATA"], 4)
-                      for _ in range(min(CHUNK, words - start))]
-            await events[-1].wait()
-            assert all(e.data.resp == AxiResp.OKAY for e in events), "UB_DATA read failed"
-            out += b"".join(e.data.data for e in events)
-        self.ub = bytes(out)
+        self.ub = await self.reads("UB_DATA", self.ub_size // 4)
         return self.ub
 
     async def push(self, words, command_words):
@@ -121,7 +127,7 @@ class Cpu:
             size = min(free, len(words) - sent)
             if size and self.push_sizes:
                 size = self.push_sizes.randint(1, size)
-            await self._writes("CMD", words[sent:sent + size])
+            await self.writes("CMD", words[sent:sent + size])
             sent += size
         self.commands += len(command_words)
 
@@ -224,10 +230,56 @@ class StatusPoller:
         return self.completed
 
 
-async def run_program(fpga, case, latency=8, poll=False):
+class UbBystander:
+    """A second CPU thread using UB beside a running program, as a CPU filling its next
+    buffer does: it writes a fresh pattern of `length` bytes at `start`, bytes the
+    program never touches, and reads it back through UB_ADDR / UB_DATA, over and over
+    until stopped. The UB's test port goes ahead of the pipes, so this delays them."""
+
+    def __init__(self, cpu, start, length, seed):
+        self.cpu, self.start, self.words = cpu, start, length // 4
+        self.rng = random.Random(seed)
+        self.pattern = None             # the last pattern written, which UB keeps
+        self.running = True
+        self.task = cocotb.start_soon(self._run())
+
+    async def _run(self):
+        while self.running:
+            pattern = [self.rng.getrandbits(32) for _ in range(self.words)]
+            await self.cpu.write("UB_ADDR", self.start)
+            await self.cpu.writes("UB_DATA", pattern)
+            self.pattern = b"".join(w.to_bytes(4, "little") for w in pattern)
+            await self.cpu.write("UB_ADDR", self.start)
+            back = await self.cpu.reads("UB_DATA", self.words)
+            assert back == self.pattern, \
+                f"UB {self.start:#x}+{4 * self.words} read back otherwise while a program ran"
+
+    async def stop(self):
+        self.running = False
+        await self.task
+        return self.pattern
+
+
+def start_bystander(cpu, case, expectation):
+    """A UbBystander on up to 256 bytes of a free stretch of UB, drawn from the case's
+    name, most often at one of its ends, so it shares UB words with the program's own
+    bytes; None when the program leaves no stretch of 16 bytes."""
+    draw = random.Random(f"bystander:{case.name}")
+    free = [(s, e) for s, e in untouched_ub(expectation.instrs, expectation.wrote,
+                                            cpu.ub_size) if e - s >= 16]
+    if not free:
+        return None
+    start, end = draw.choice(free)
+    length = 4 * draw.randint(4, min(64, (end - start) // 4))
+    start = draw.choice([start, end - length, draw.randint(start, end - length) & ~3])
+    return UbBystander(cpu, start, length, draw.random())
+
+
+async def run_program(fpga, case, latency=8, poll=False, bystander=False):
     """Run one case through the CSR and check memories and status against the model.
     Each GM read burst waits up to `latency` cycles before its data; with `poll`, a
-    StatusPoller reads status while the program is pushed and run."""
+    StatusPoller reads status while the program is pushed and run, and with `bystander`
+    a UbBystander uses UB beside it."""
     cpu, expectation = fpga.cpu, expect(case)
     fpga.gm.gm = GlobalMemory(case.gm, case.fault_pages)
     fpga.gm.reader.max_latency = latency
@@ -237,8 +289,15 @@ async def run_program(fpga, case, latency=8, poll=False):
     before = {pipe: (await cpu.status(pipe)).completed for pipe in ENGINE_PIPES}
     base = cpu.commands
     poller = StatusPoller(cpu, before) if poll else None
+    beside = start_bystander(cpu, case, expectation) if bystander else None
     run = await push_and_wait(fpga, expectation.words, expectation.command_words)
     polled = await poller.stop() if poller else before
+    final = expectation.checkpoints[-1]
+    pattern = await beside.stop() if beside else None
+    if pattern:
+        ub = final.ub.copy()
+        ub[beside.start:beside.start + len(pattern)] = np.frombuffer(pattern, dtype=np.uint8)
+        final = replace(final, ub=ub)
     # an error the assembler finds (a field that does not fit) never reaches the engine
     expect_error = any(p.error != ErrorCode.NONE for p in expectation.pipes.values())
     assert bool(run.irq_status & IRQ_ERROR) == expect_error, f"{case.name}: IRQ_STATUS " \
@@ -264,8 +323,7 @@ async def run_program(fpga, case, latency=8, poll=False):
                 f"{label} error address {got.error_addr:#x}, expected {want.error_addr:#x}"
 
     ub = await cpu.read_ub()
-    mismatches = compare(expectation, expectation.checkpoints[-1], ub, fpga.gm.gm.images(),
-                         cycle(), case.name)
+    mismatches = compare(expectation, final, ub, fpga.gm.gm.images(), cycle(), case.name)
     assert not mismatches, "\n".join(map(str, mismatches))
     fpga.dut._log.info("%s: %d commands, %d words, %d cycles", case.name,
                        expectation.commands, len(expectation.words), run.cycles)
@@ -332,7 +390,7 @@ async def cpu_programs(dut):
 
     await run_program(fpga, guarded_example(EXAMPLE, fpga.profile))
     # slow GM reads back the commands up into the CSR's FIFO
-    run = await run_program(fpga, mixed_program(fpga.profile), latency=400)
+    run = await run_program(fpga, mixed_program(fpga.profile), latency=400, bystander=True)
     assert cpu.waits, "no push ever found the command FIFO short of room"
     assert run.busy, "no pipe read busy with its commands still queued"
 
@@ -352,8 +410,8 @@ async def cpu_soak(dut):
     """The regression's programs (tb/test_mte.py's MTE_SEED and MTE_COUNT, MTE_CASES,
     MTE_ERRORS: random programs, some ending in an error, and one ending in each error
     class), one after another through the CSR alone, each with its GM read latency, the
-    CPU's push sizes and whether a StatusPoller runs beside it drawn from its name; an
-    error is cleared before the next."""
+    CPU's push sizes and whether a StatusPoller and a UbBystander run beside it drawn
+    from its name; an error is cleared before the next."""
     fpga = await start(dut)
     cpu = fpga.cpu
     await identify(fpga)
@@ -364,7 +422,7 @@ async def cpu_soak(dut):
         rerun = case.rerun.replace("tb.run", f"tb.fpga_run --profile {fpga.profile}")
         try:
             run = await run_program(fpga, case, latency=draw.choice(SOAK_LATENCIES),
-                                    poll=draw.random() < 0.5)
+                                    poll=draw.random() < 0.5, bystander=draw.random() < 0.5)
             if run.irq_status & IRQ_ERROR:
                 await clear_error(fpga)
         except AssertionError as failure:

@@ -1,7 +1,9 @@
 """The random program generator of the testbench (tb/programs.py), on the model alone."""
 
 import itertools
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from model import isa
@@ -11,7 +13,7 @@ from model.isa import ErrorCode, Opcode, Pipe
 from model.parser import parse
 from tb.programs import (AUTO, ERROR_CLASSES, GUARD, PAGE, case_seed, example_cases, generate,
                          parse_spec, spec)
-from tb.scoreboard import copy_rows, destination_space, expect, load_engine
+from tb.scoreboard import copy_rows, destination_space, expect, load_engine, untouched_ub
 
 SEEDS = [case_seed(1, i) for i in range(40)]
 
@@ -89,6 +91,27 @@ def test_examples_are_cases():
         assert expect(case).error is None, case.name
         for base, data in case.gm:
             assert base % PAGE == 0 and len(data) % PAGE == 0
+
+
+@pytest.mark.parametrize("seed", SEEDS[:20])
+def test_untouched_ub_is_neither_read_nor_written(seed):
+    """Changing every UB byte `untouched_ub` names changes nothing else the program
+    leaves in UB or GM, and the program leaves those bytes as they were."""
+    case = generate(seed)
+    before = expect(case)
+    free = untouched_ub(before.instrs, before.wrote, len(case.ub))
+    mask = np.zeros(len(case.ub), dtype=bool)
+    for start, end in free:
+        assert start % 4 == 0 and end % 4 == 0
+        mask[start:end] = True
+    ub = np.frombuffer(case.ub, dtype=np.uint8).copy()
+    ub[mask] ^= np.random.default_rng(seed).integers(1, 256, mask.sum(), dtype=np.uint8)
+    after = expect(replace(case, ub=ub.tobytes()))
+    want, got = before.checkpoints[-1], after.checkpoints[-1]
+    assert np.array_equal(got.ub[mask], ub[mask])
+    assert np.array_equal(got.ub[~mask], want.ub[~mask])
+    assert want.gm.keys() == got.gm.keys()
+    assert all(np.array_equal(want.gm[base], got.gm[base]) for base in want.gm)
 
 
 # --- cross-pipe ordering, checked independently of the generator's bookkeeping ----------
