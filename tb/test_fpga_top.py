@@ -34,7 +34,7 @@ from tb.harness import CLOCK_NS, BusStats, GlobalMemory, GmReader, GmWriter, Pip
 from tb.programs import GUARD, case_seed, example_cases, generate
 from tb.scoreboard import (ENGINE_PIPES, compare, drain_points, expect, instr_pipe,
                            untouched_ub)
-from tb.test_mte import RESET_REGISTERS, configured_cases
+from tb.test_mte import RESET_REGISTERS, configured_cases, rerun_line
 
 REG = {r.name: r.offset for r in regmap.REGISTERS}
 IRQ_DONE = 1 << regmap.BY_NAME["IRQ_STATUS"].field("done").lsb
@@ -231,7 +231,7 @@ class StatusPoller:
 
 
 class UbBystander:
-    """A second CPU thread using UB beside a running program, as a CPU filling its next
+    """Another CPU thread, using UB beside a running program as a CPU filling its next
     buffer does: it writes a fresh pattern of `length` bytes at `start`, bytes the
     program never touches, and reads it back through UB_ADDR / UB_DATA, over and over
     until stopped. The UB's test port goes ahead of the pipes, so this delays them."""
@@ -419,7 +419,7 @@ async def cpu_soak(dut):
     for _, case in configured_cases():
         draw = random.Random(case.name)
         cpu.push_sizes = draw
-        rerun = case.rerun.replace("tb.run", f"tb.fpga_run --profile {fpga.profile}")
+        rerun = rerun_line(case, dut, "tb.fpga_run")
         try:
             run = await run_program(fpga, case, latency=draw.choice(SOAK_LATENCIES),
                                     poll=draw.random() < 0.5, bystander=draw.random() < 0.5)

@@ -84,6 +84,13 @@ def _profile():
     return _env("MTE_PROFILE", "a5")
 
 
+def rerun_line(case, dut, module="tb.run"):
+    """The command that runs `case` again on a build like this one: the case's own line,
+    run by `module`, with the profile and width this simulation was built for."""
+    width = len(dut.m_axi__wdata) // 8
+    return f"{case.rerun.replace('tb.run', module)} --profile {_profile()} --width {width}"
+
+
 def configured_cases():
     """(category, case) of the regression's programs, generated one at a time.
     Categories: example, random (which may end in an error), error (one per class)."""
@@ -149,7 +156,7 @@ async def run_case(h, case, test_name, category, drains=False):
     """Run one case on the RTL and compare it with the model."""
     expectation = expect(case, drains)
     result = CaseResult(test_name, case.name, category, expectation.commands,
-                        expectation.bytes_moved, rerun=case.rerun)
+                        expectation.bytes_moved, rerun=rerun_line(case, h.dut))
     h.map_gm(case.gm, case.fault_pages)
     await h.write_ub(case.ub)
     h.rng.seed(f"timing:{case.name}")    # the same bus timing when the case runs alone
