@@ -55,11 +55,11 @@ def copies_with_registers(instrs):
             yield instr, regs.get(op.pipe)
 
 
-def untouched_ub(instrs, copies, ub_size):
-    """[start, end) ranges of whole 4-byte words of UB that none of the first `copies`
+def untouched_ub(instrs, commands, ub_size):
+    """[start, end) ranges of whole 4-byte words of UB that none of the first `commands`
     commands reads or writes, by the model's loop nest."""
     touched = []
-    for instr, regs in copies_with_registers(instrs[:copies]):
+    for instr, regs in copies_with_registers(instrs[:commands]):
         for src, dst, read, written in copy_rows(instr.op, instr.values, regs):
             if instr.op.opcode != Opcode.COPY_GM_TO_UBUF:
                 touched.append((src, src + read))
