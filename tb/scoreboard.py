@@ -61,7 +61,7 @@ def untouched_ub(instrs, commands, ub_size):
     touched = []
     for instr, regs in copies_with_registers(instrs[:commands]):
         for src, dst, read, written in copy_rows(instr.op, instr.values, regs):
-            if instr.op.opcode != Opcode.COPY_GM_TO_UBUF:
+            if source_space(instr.op) == "ub":
                 touched.append((src, src + read))
             if destination_space(instr.op) == "ub":
                 touched.append((dst, dst + written))
@@ -71,6 +71,10 @@ def untouched_ub(instrs, commands, ub_size):
             free.append((rules.align_up(at, 4), start & ~3))
         at = max(at, end)
     return free
+
+
+def source_space(op):
+    return "gm" if op.opcode == Opcode.COPY_GM_TO_UBUF else "ub"
 
 
 def destination_space(op):

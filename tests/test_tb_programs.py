@@ -13,8 +13,8 @@ from model.isa import ErrorCode, Opcode, Pipe
 from model.parser import parse
 from tb.programs import (AUTO, ERROR_CLASSES, GUARD, PAGE, case_seed, example_cases, generate,
                          parse_spec, spec)
-from tb.scoreboard import (compare, copy_rows, destination_space, expect, load_engine,
-                           untouched_ub)
+from tb.scoreboard import (compare, copies_with_registers, copy_rows, destination_space, expect,
+                           load_engine, source_space, untouched_ub)
 
 SEEDS = [case_seed(1, i) for i in range(40)]
 
@@ -145,34 +145,27 @@ def _happens_before(instrs):
 
 
 def _footprints(instrs):
-    regs = {pipe: isa.reset_registers(pipe) for pipe in (Pipe.MTE2, Pipe.MTE3)}
-    out = {}
-    for index, instr in enumerate(instrs):
-        op = instr.op
-        if op.opcode in isa.REGISTER_WRITES:
-            pipe, _ = isa.REGISTER_WRITES[op.opcode]
-            isa.apply_register_write(regs[pipe], op, instr.values)
-        elif op.opcode in COPY_OPCODES:
-            rows = copy_rows(op, instr.values, regs.get(op.pipe))
-            src = "ub" if op.opcode != Opcode.COPY_GM_TO_UBUF else "gm"
-            dst = destination_space(op)
-            reads = {(src, b) for s, _, n, _ in rows for b in range(s, s + n)}
-            writes = {(dst, b) for _, d, _, n in rows for b in range(d, d + n)}
-            out[index] = reads, writes
+    """(bytes read, bytes written) of each copy, in program order."""
+    out = []
+    for instr, regs in copies_with_registers(instrs):
+        rows = copy_rows(instr.op, instr.values, regs)
+        src, dst = source_space(instr.op), destination_space(instr.op)
+        reads = {(src, b) for s, _, n, _ in rows for b in range(s, s + n)}
+        writes = {(dst, b) for _, d, _, n in rows for b in range(d, d + n)}
+        out.append((reads, writes))
     return out
 
 
 def _hazards(case):
     """(cross-pipe pairs of copies touching the same bytes, those of them left unordered)."""
     instrs = parse(case.text, case.bindings)
-    footprints = _footprints(instrs)
+    copies = [(*order, *footprint) for order, footprint
+              in zip(_happens_before(instrs), _footprints(instrs), strict=True)]
     pairs, unordered = 0, []
-    for (i, pipe_i, clock_i), (j, pipe_j, clock_j) in itertools.combinations(
-            _happens_before(instrs), 2):
+    for (i, pipe_i, clock_i, reads_i, writes_i), (j, pipe_j, clock_j, reads_j, writes_j) \
+            in itertools.combinations(copies, 2):
         if pipe_i == pipe_j:
             continue
-        reads_i, writes_i = footprints[i]
-        reads_j, writes_j = footprints[j]
         if writes_i & (reads_j | writes_j) or reads_i & writes_j:
             pairs += 1
             if clock_i[pipe_i] > clock_j[pipe_i]:
