@@ -204,17 +204,30 @@ async def push_and_wait(fpga, words, command_words):
     return Run(first, busy, cycle() - begin, len(command_words))
 
 
-class StatusPoller:
-    """A second CPU thread that reads every pipe's COMPLETED and CMD_FREE over and over
-    while the first pushes a program, so reads and CMD writes meet in the front end: a
-    count never goes back, CMD_FREE never exceeds the FIFO."""
+class CpuThread:
+    """Another CPU thread beside the one running a program: `_run` loops while
+    `running`; `stop` lets its round end and waits for it."""
+
+    def __init__(self):
+        self.running = True
+        self.task = cocotb.start_soon(self._run())
+
+    async def stop(self):
+        self.running = False
+        await self.task
+        return self
+
+
+class StatusPoller(CpuThread):
+    """A CPU thread that reads every pipe's COMPLETED and CMD_FREE over and over while
+    the first pushes a program, so reads and CMD writes meet in the front end: a count
+    never goes back, CMD_FREE never exceeds the FIFO."""
 
     def __init__(self, cpu, completed):
         self.cpu, self.completed = cpu, dict(completed)
-        self.running = True
-        self.task = cocotb.start_soon(self._poll())
+        super().__init__()
 
-    async def _poll(self):
+    async def _run(self):
         while self.running:
             for pipe in ENGINE_PIPES:
                 now = await self.cpu.read(f"{pipe.name}_COMPLETED")
@@ -224,24 +237,18 @@ class StatusPoller:
             free = await self.cpu.read("CMD_FREE")
             assert free <= regmap.CMD_FIFO_DEPTH, f"CMD_FREE reads {free}"
 
-    async def stop(self):
-        self.running = False
-        await self.task
-        return self.completed
 
-
-class UbBystander:
-    """Another CPU thread, using UB beside a running program as a CPU filling its next
-    buffer does: it writes a fresh pattern of `length` bytes at `start`, bytes the
-    program never touches, and reads it back through UB_ADDR / UB_DATA, over and over
-    until stopped. The UB's test port goes ahead of the pipes, so this delays them."""
+class UbBystander(CpuThread):
+    """A CPU thread using UB beside a running program as a CPU filling its next buffer
+    does: it writes a fresh pattern of `length` bytes at `start`, bytes the program never
+    touches, and reads it back through UB_ADDR / UB_DATA, over and over until stopped.
+    The UB's test port goes ahead of the pipes, so this delays them."""
 
     def __init__(self, cpu, start, length, seed):
         self.cpu, self.start, self.words = cpu, start, length // 4
         self.rng = random.Random(seed)
         self.pattern = None             # the last pattern written, which UB keeps
-        self.running = True
-        self.task = cocotb.start_soon(self._run())
+        super().__init__()
 
     async def _run(self):
         while self.running:
@@ -253,11 +260,6 @@ class UbBystander:
             back = await self.cpu.reads("UB_DATA", self.words)
             assert back == self.pattern, \
                 f"UB {self.start:#x}+{4 * self.words} read back otherwise while a program ran"
-
-    async def stop(self):
-        self.running = False
-        await self.task
-        return self.pattern
 
 
 def start_bystander(cpu, case, expectation):
@@ -291,9 +293,9 @@ async def run_program(fpga, case, latency=8, poll=False, bystander=False):
     poller = StatusPoller(cpu, before) if poll else None
     beside = start_bystander(cpu, case, expectation) if bystander else None
     run = await push_and_wait(fpga, expectation.words, expectation.command_words)
-    polled = await poller.stop() if poller else before
+    polled = (await poller.stop()).completed if poller else before
     final = expectation.checkpoints[-1]
-    pattern = await beside.stop() if beside else None
+    pattern = (await beside.stop()).pattern if beside else None
     if pattern:
         ub = final.ub.copy()
         ub[beside.start:beside.start + len(pattern)] = np.frombuffer(pattern, dtype=np.uint8)
