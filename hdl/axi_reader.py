@@ -5,8 +5,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
-from .axi import AXI4ReadSignature, connect_address, resp_is_error
-from .legalizer import BurstIssuer, BurstSplitter, GmRow
+from .axi import AXI4ReadSignature, resp_is_error
+from .legalizer import GmRow, issue_rows
 from .queue import BypassQueue, pass_or_queue
 from .register_copy import RegisterCopy
 
@@ -51,13 +51,9 @@ class AxiReader(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        splitter = m.submodules.splitter = BurstSplitter(self._width)
-        issuer = m.submodules.issuer = BurstIssuer(
-            self._width, self._max_outstanding, self._id_width)
-        wiring.connect(m, wiring.flipped(self.rows), splitter.rows)
-        wiring.connect(m, splitter.bursts, issuer.bursts)
         axi = self.axi
-        connect_address(m, issuer.a, axi, "ar")
+        _, issuer = issue_rows(m, self.rows, axi, "ar", self._width, self._max_outstanding,
+                               self._id_width)
 
         # R words of one ID arrive in issue order, so the oldest unfinished burst is the
         # one each word belongs to. A word offered while none waits goes straight on to

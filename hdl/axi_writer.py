@@ -5,10 +5,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS, ErrorCode
-from .axi import AXI4WriteSignature, connect_address, resp_is_error
+from .axi import AXI4WriteSignature, resp_is_error
 from .layouts import COPY_SEQ_BITS, AbortSignature, Completion
 from .kept_lut import KeptLut, truth_table
-from .legalizer import BurstIssuer, BurstSplitter, GmRow
+from .legalizer import GmRow, issue_rows
 from .queue import BypassQueue, pass_or_queue
 
 
@@ -74,13 +74,9 @@ class AxiWriter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        splitter = m.submodules.splitter = BurstSplitter(self._width)
-        issuer = m.submodules.issuer = BurstIssuer(
-            self._width, self._max_outstanding, self._id_width)
-        wiring.connect(m, wiring.flipped(self.rows), splitter.rows)
-        wiring.connect(m, splitter.bursts, issuer.bursts)
         axi = self.axi
-        connect_address(m, issuer.a, axi, "aw")
+        splitter, issuer = issue_rows(m, self.rows, axi, "aw", self._width,
+                                      self._max_outstanding, self._id_width)
 
         # W: each burst the issuer takes queues its word count for W. The queue's output is
         # a register, and so is "the next word is its burst's last" once the burst's first

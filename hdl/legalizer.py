@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
 from .arith import sum_mod
-from .axi import AXI4AddressSignature, BurstType
+from .axi import AXI4AddressSignature, BurstType, connect_address
 from .kept_lut import load_in_groups
 from .layouts import (CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES,
                       ROW_TERM_BITS, SID_BITS)
@@ -365,3 +365,16 @@ class BurstIssuer(wiring.Component):
         with m.Elif(pop & ~take):
             m.d.sync += unfinished.eq(unfinished - 1)
         return m
+
+
+def issue_rows(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
+    """What every GM side puts first: its `rows` (an In stream of GmRow of the component
+    that owns `m`) become legal bursts on the `prefix` ("ar" or "aw") address channel of
+    its master port `axi`. Returns the splitter and the issuer, whose bursts and
+    responses the data channel follows."""
+    splitter = m.submodules.splitter = BurstSplitter(width_bytes)
+    issuer = m.submodules.issuer = BurstIssuer(width_bytes, max_outstanding, id_width)
+    wiring.connect(m, wiring.flipped(rows), splitter.rows)
+    wiring.connect(m, splitter.bursts, issuer.bursts)
+    connect_address(m, issuer.a, axi, prefix)
+    return splitter, issuer
