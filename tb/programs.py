@@ -865,17 +865,22 @@ def _ub_range(p):
     p.emit(copy, ordered=False)
 
 
+def _gm_side_copy(p):
+    """(copy, side, span): a GM<->UB copy with at least one row at every loop level, the
+    side of it ("src" or "dst") that is in GM, and that side's span."""
+    copy = p.error_copy(p.rng.choice(["gm_ub", "ub_gm"]))
+    copy.n = max(copy.n, 1)
+    copy.loops = [(max(c, 1), s, d) for c, s, d in copy.loops]
+    side = "src" if copy.kind == "gm_ub" else "dst"
+    return copy, side, copy.spans()[0 if side == "src" else 1]
+
+
 def _gm_range(p):
-    rng = p.rng
     while True:
-        copy = p.error_copy(rng.choice(["gm_ub", "ub_gm"]))
-        copy.n = max(copy.n, 1)
-        copy.loops = [(max(c, 1), s, d) for c, s, d in copy.loops]
-        side = "src" if copy.kind == "gm_ub" else "dst"
-        span = copy.spans()[0 if side == "src" else 1]
+        copy, side, span = _gm_side_copy(p)
         if span > 1:        # a span of 1 byte cannot cross 2^40 from a 40-bit address
             break
-    setattr(copy, side, GM_SIZE - span + rng.randint(1, span - 1))
+    setattr(copy, side, GM_SIZE - span + p.rng.randint(1, span - 1))
     p.emit(copy, ordered=False)
 
 
@@ -898,11 +903,7 @@ def _bus_error(p):
     """A copy whose GM rows run off the end of a window into unmapped (or SLVERR) pages."""
     rng = p.rng
     while True:
-        copy = p.error_copy(rng.choice(["gm_ub", "ub_gm"]))
-        copy.n = max(copy.n, 1)
-        copy.loops = [(max(c, 1), s, d) for c, s, d in copy.loops]
-        side = "src" if copy.kind == "gm_ub" else "dst"
-        span = copy.spans()[0 if side == "src" else 1]
+        copy, side, span = _gm_side_copy(p)
         windows = [(b, e) for b, e in p.windows if e + PAGE < GM_SIZE and e - b >= 1]
         base, end = rng.choice(windows)
         over = rng.randint(1, min(span, PAGE))
