@@ -1,6 +1,7 @@
 """The engine's programming interface as a C header, for software on the CPU that drives
-the FPGA top: the CSR map (`hdl/regmap.py`) and, from `model/isa.py`, the error codes,
-pipes, element types and an encoder per command. `mte header` writes it.
+the FPGA top: the CSR map (`hdl/regmap.py`); from `model/isa.py`, the error codes, pipes,
+element types and an encoder per command; and the two loops that push a program and wait
+for it (`mte_dma_push`, `mte_dma_wait_done`). `mte header` writes it.
 
 Each encoder `mte_dma_<op>(words, field...)` packs one command exactly as `isa.encode`
 does: it fills `words` and returns 0, or returns MTE_DMA_ERR_FIELD_RANGE and leaves
@@ -81,6 +82,46 @@ static inline int mte_dma_put_field(uint32_t *words, unsigned offset, unsigned w
 """.strip("\n").splitlines()
 
 
+# A CPU's two loops around the engine: the only code here that touches the registers.
+_DRIVER = r"""
+/* Register access: by default a volatile 32-bit load or store at base + offset, base the
+ * address of the CSR block. Define MTE_DMA_READ and MTE_DMA_WRITE before including this
+ * file to reach the registers another way. */
+#ifndef MTE_DMA_READ
+#define MTE_DMA_READ(base, offset) (*(volatile uint32_t *)((base) + (offset)))
+#endif
+#ifndef MTE_DMA_WRITE
+#define MTE_DMA_WRITE(base, offset, value) \
+    (*(volatile uint32_t *)((base) + (offset)) = (value))
+#endif
+
+/* Pushes n command words to CMD in order, never more at a time than CMD_FREE has room
+ * for, so no write waits on a full FIFO. */
+static inline void mte_dma_push(uintptr_t base, const uint32_t *words, uint32_t n)
+{
+    while (n != 0) {
+        uint32_t room = MTE_DMA_READ(base, MTE_DMA_CMD_FREE);
+        for (; room != 0 && n != 0; room--, n--)
+            MTE_DMA_WRITE(base, MTE_DMA_CMD, *words++);
+    }
+}
+
+/* Polls IRQ_STATUS until the engine is idle with its command FIFO empty, every command
+ * pushed before finished (a rejected one moves no byte and its pipe goes on), and
+ * returns IRQ_STATUS then: its ERROR bit says whether a pipe reports an error
+ * (<pipe>_ERROR says which). Call it once the whole program is pushed: between two
+ * pushes the engine may be idle. */
+static inline uint32_t mte_dma_wait_done(uintptr_t base)
+{
+    uint32_t status;
+    do
+        status = MTE_DMA_READ(base, MTE_DMA_IRQ_STATUS);
+    while ((status & MTE_DMA_IRQ_STATUS_DONE_MASK) == 0);
+    return status;
+}
+""".strip("\n").splitlines()
+
+
 def c_header():
     lines = ["/* mte_dma.h: the MTE DMA engine's programming interface, written by",
              " * `mte header` from hdl/regmap.py and model/isa.py. */",
@@ -103,5 +144,5 @@ def c_header():
     lines += _PUT_FIELD
     for op in isa.OPS:
         lines += [""] + _encoder(op)
-    lines += ["", "#endif /* MTE_DMA_H */"]
+    lines += [""] + _DRIVER + ["", "#endif /* MTE_DMA_H */"]
     return "\n".join(lines) + "\n"

@@ -1,6 +1,7 @@
 """Build `mte_dma_fpga` (the FPGA top) under Verilator and run tb/test_fpga_top.py on it.
 
     python -m tb.fpga_run [--profile a5] [--width 32]   build if needed, run cpu_programs
+                                                        and c_firmware
     python -m tb.fpga_run --seed 7 --count 50 --errors  and a soak through the CSR (cpu_soak)
     python -m tb.fpga_run --case 0x1a2b3c4d/GM_RANGE    one soak program again (repeatable)
 
@@ -16,6 +17,7 @@ import xml.etree.ElementTree as ET
 from tb import run as tb_run
 
 TEST_MODULE = "tb.test_fpga_top"
+FIXED_TESTS = ["cpu_programs", "c_firmware"]
 BUILD = tb_run.BUILD / "fpga_tb"
 
 
@@ -33,14 +35,15 @@ def soak_environment(seed=1, count=0, errors=False, cases=()):
 
 
 def run(runner, build_dir, profile="a5", soak=None):
-    """One simulator run of cpu_programs, and of cpu_soak when `soak` (soak_environment)
-    gives it programs; returns {cocotb test name: passed} from its xUnit results."""
+    """One simulator run of cpu_programs and c_firmware, and of cpu_soak when `soak`
+    (soak_environment) gives it programs; returns {cocotb test name: passed} from its
+    xUnit results."""
     results = build_dir / "results.xml"
     results.unlink(missing_ok=True)
     try:
         runner.test(hdl_toplevel=tb_run.FPGA_TOPLEVEL, hdl_toplevel_lang="verilog",
                     test_module=TEST_MODULE, build_dir=build_dir, test_dir=build_dir,
-                    testcase=["cpu_programs", "cpu_soak"] if soak else ["cpu_programs"],
+                    testcase=FIXED_TESTS + ["cpu_soak"] if soak else FIXED_TESTS,
                     extra_env={"MTE_PROFILE": profile,
                                "PYTHONWARNINGS": "ignore::DeprecationWarning", **(soak or {})},
                     results_xml=str(results))

@@ -12,21 +12,26 @@ tb/fpga_run.py (and tests/test_cocotb_fpga.py) build the Verilog and run this mo
 MTE_PROFILE names the profile it was generated for.
 """
 
+import ctypes
 import logging
 import os
 import random
+import subprocess
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
+from cocotb.task import bridge, resume
 from cocotb.triggers import ClockCycles, First, RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 from cocotbext.axi.constants import AxiResp
 
 from hdl import regmap
+from hdl.c_header import c_header
 from model.engine import COPY_OPCODES
 from model.isa import PROFILES, ErrorCode
 from model.seeds import EXAMPLES
@@ -40,10 +45,14 @@ REG = {r.name: r.offset for r in regmap.REGISTERS}
 IRQ_DONE = 1 << regmap.BY_NAME["IRQ_STATUS"].field("done").lsb
 IRQ_ERROR = 1 << regmap.BY_NAME["IRQ_STATUS"].field("error").lsb
 IRQ_LINE = 1 << regmap.BY_NAME["IRQ_STATUS"].field("irq").lsb
+# an IRQ_ENABLE value masks IRQ_STATUS's causes: each enable bit sits where its cause does
+assert all(regmap.BY_NAME["IRQ_ENABLE"].field(name).lsb
+           == regmap.BY_NAME["IRQ_STATUS"].field(name).lsb for name in ("done", "error"))
 WATCHDOG = 100_000          # cycles a program may take before its interrupt
 CHUNK = 1024                # AXI4-Lite accesses queued at once
 EXAMPLE = "000/3 padded load f16"
 SOAK_LATENCIES = (0, 8, 64, 400)     # most cycles a GM read burst waits, drawn per program
+FIRMWARE = Path(__file__).with_name("firmware.c")
 
 
 def cycle():
@@ -204,6 +213,70 @@ async def push_and_wait(fpga, words, command_words):
     return Run(first, busy, cycle() - begin, len(command_words))
 
 
+class Firmware:
+    """tb/firmware.c built against `mte header`'s mte_dma.h: C code whose register reads
+    and writes are the Cpu's AXI4-Lite transfers. cocotb's `bridge` runs it in a thread
+    of its own, and each access `resume`s the simulation until the transfer is done."""
+
+    READ = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32)
+    WRITE = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32)
+
+    def __init__(self, cpu, directory):
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "mte_dma.h").write_text(c_header())
+        library = directory / "firmware.so"
+        subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-pedantic", "-Werror",
+                        "-shared", "-fPIC", "-I", str(directory), str(FIRMWARE),
+                        "-o", str(library)], check=True, capture_output=True)
+        self.lib = ctypes.CDLL(str(library))
+        self.lib.fw_run.argtypes = (ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32),
+                                    ctypes.c_uint32)
+        self.lib.fw_run.restype = ctypes.c_uint32
+        self.cpu = cpu
+        self.names = {r.offset: r.name for r in regmap.REGISTERS}
+        self.full = 0               # CMD_FREE reads that found no room
+        self.deadline = 0
+        self.failure = None         # the first access that failed, raised once C returns
+        read, write = resume(self._read), resume(self._write)
+        # kept: C holds pointers to them
+        self.callbacks = (self.READ(lambda offset: self._carry(read, offset)),
+                          self.WRITE(lambda offset, value: self._carry(write, offset, value)))
+        self.lib.fw_connect(*self.callbacks)
+
+    def _carry(self, access, *args):
+        """One access, in the C thread. An exception cannot cross C, so the first one is
+        kept and every access after it reads all ones, which ends C's loops (room for
+        every word, done)."""
+        if self.failure is None:
+            try:
+                return access(*args)
+            except Exception as failure:
+                self.failure = failure
+        return 0xFFFF_FFFF
+
+    async def _read(self, offset):
+        assert cycle() < self.deadline, f"the program not done in {WATCHDOG} cycles"
+        name = self.names[offset]
+        value = await self.cpu.read(name)
+        self.full += name == "CMD_FREE" and value == 0
+        return value
+
+    async def _write(self, offset, value):
+        await self.cpu.write(self.names[offset], value)
+
+    async def push_and_wait(self, fpga, words, command_words):
+        """push_and_wait's work done by C: fw_run pushes the words (mte_dma_push) and
+        polls for done (mte_dma_wait_done)."""
+        begin = cycle()
+        self.deadline = begin + WATCHDOG
+        array = (ctypes.c_uint32 * len(words))(*words)
+        irq_status = await bridge(lambda: self.lib.fw_run(0, array, len(words)))()
+        if self.failure is not None:
+            raise self.failure
+        self.cpu.commands += len(command_words)
+        return Run(irq_status, set(), cycle() - begin, len(command_words))
+
+
 class CpuThread:
     """Another CPU thread beside the one running a program: `_run` loops while
     `running`; `stop` lets its round end and waits for it."""
@@ -277,22 +350,23 @@ def start_bystander(cpu, case, expectation):
     return UbBystander(cpu, start, length, draw.random())
 
 
-async def run_program(fpga, case, latency=8, poll=False, bystander=False):
+async def run_program(fpga, case, latency=8, poll=False, bystander=False,
+                      push=push_and_wait):
     """Run one case through the CSR and check memories and status against the model.
     Each GM read burst waits up to `latency` cycles before its data; with `poll`, a
     StatusPoller reads status while the program is pushed and run, and with `bystander`
-    a UbBystander uses UB beside it."""
+    a UbBystander uses UB beside it. `push` pushes words and waits for them to run."""
     cpu, expectation = fpga.cpu, expect(case)
     fpga.gm.gm = GlobalMemory(case.gm, case.fault_pages)
     fpga.gm.reader.max_latency = latency
     await cpu.write_ub(case.ub)
     # the model starts every program from the registers' reset values
-    await push_and_wait(fpga, *RESET_REGISTERS)
+    await push(fpga, *RESET_REGISTERS)
     before = {pipe: (await cpu.status(pipe)).completed for pipe in ENGINE_PIPES}
     base = cpu.commands
     poller = StatusPoller(cpu, before) if poll else None
     beside = start_bystander(cpu, case, expectation) if bystander else None
-    run = await push_and_wait(fpga, expectation.words, expectation.command_words)
+    run = await push(fpga, expectation.words, expectation.command_words)
     polled = (await poller.stop()).completed if poller else before
     final = expectation.checkpoints[-1]
     pattern = (await beside.stop()).pattern if beside else None
@@ -304,9 +378,13 @@ async def run_program(fpga, case, latency=8, poll=False, bystander=False):
     expect_error = any(p.error != ErrorCode.NONE for p in expectation.pipes.values())
     assert bool(run.irq_status & IRQ_ERROR) == expect_error, f"{case.name}: IRQ_STATUS " \
         f"{run.irq_status:#x} at the interrupt, model error {expectation.error}"
+    causes = IRQ_DONE | (IRQ_ERROR if expect_error else 0)
+    enabled = await cpu.read("IRQ_ENABLE")
+    line = IRQ_LINE if causes & enabled else 0
     irq_status = await cpu.read("IRQ_STATUS")
-    assert irq_status == IRQ_DONE | IRQ_LINE | (IRQ_ERROR if expect_error else 0), \
-        f"{case.name}: IRQ_STATUS {irq_status:#x} once done"
+    assert irq_status == causes | line, \
+        f"{case.name}: IRQ_STATUS {irq_status:#x} once done, IRQ_ENABLE {enabled:#x}"
+    assert fpga.dut.irq.value == bool(line), f"{case.name}: irq {fpga.dut.irq.value} once done"
 
     for pipe in ENGINE_PIPES:
         got, want = await cpu.status(pipe), expectation.pipes[pipe]
@@ -405,6 +483,25 @@ async def cpu_programs(dut):
     await run_program(fpga, bus_error)
     await clear_error(fpga)
     dut._log.info("%d CMD_FREE reads found the FIFO short of room", cpu.waits)
+
+
+@cocotb.test()
+async def c_firmware(dut):
+    """Programs pushed and waited for by C built against mte_dma.h (tb/firmware.c), each
+    of its register accesses an AXI4-Lite transfer: a seed example, the long mixed
+    program behind slow GM (its pushes find the command FIFO full) and a rule error,
+    each checked as cpu_programs checks its own."""
+    fpga = await start(dut)
+    await identify(fpga)
+    firmware = Firmware(fpga.cpu, Path.cwd() / "firmware")
+    push = firmware.push_and_wait
+    await run_program(fpga, guarded_example(EXAMPLE, fpga.profile), push=push)
+    await run_program(fpga, mixed_program(fpga.profile), latency=400, push=push)
+    assert firmware.full, "no CMD_FREE read by C found the command FIFO full"
+    misaligned = generate(case_seed("fpga-firmware", 0), ErrorCode.UB_MISALIGNED, fpga.profile)
+    await run_program(fpga, misaligned, push=push)
+    await clear_error(fpga)
+    dut._log.info("%d CMD_FREE reads by C found the FIFO full", firmware.full)
 
 
 @cocotb.test()

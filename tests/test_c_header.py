@@ -3,6 +3,8 @@ and the ISA table's, and its encoders must pack every command as `isa.encode` do
 
 import random
 import subprocess
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +108,21 @@ def test_encoders_pack_every_command_as_the_isa_does(tmp_path):
         assert (rc, words) == expected_encoding(op, values), (op.mnemonic, values)
         rejected += rc != 0
     assert rejected == sum(f.width < 64 for op in isa.OPS for f in op.fields)
+
+
+def test_readme_example_compiles(tmp_path):
+    """The README's C example, in a function with its free names as parameters."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    example = readme.split("```c\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "mte_dma.h").write_text(c_header())
+    (tmp_path / "example.c").write_text(
+        '#include "mte_dma.h"\n'
+        "uint32_t example(uintptr_t base, uint64_t gm_src, uint64_t ub_dst, uint64_t n_burst,\n"
+        "                 uint64_t len_burst, uint64_t src_stride, uint64_t dst_stride);\n"
+        "uint32_t example(uintptr_t base, uint64_t gm_src, uint64_t ub_dst, uint64_t n_burst,\n"
+        "                 uint64_t len_burst, uint64_t src_stride, uint64_t dst_stride)\n"
+        "{\n    uint32_t code = 0;\n" + textwrap.indent(example, "    ")
+        + "    return code;\n}\n")
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-c",
+                    str(tmp_path / "example.c"), "-o", str(tmp_path / "example.o")],
+                   check=True, capture_output=True)
