@@ -110,7 +110,9 @@ static inline void mte_dma_push(uintptr_t base, const uint32_t *words, uint32_t 
  * pushed before finished (a rejected one moves no byte and its pipe goes on), and
  * returns IRQ_STATUS then: its ERROR bit says whether a pipe reports an error
  * (<pipe>_ERROR says which). Call it once the whole program is pushed: between two
- * pushes the engine may be idle. */
+ * pushes the engine may be idle. AXI does not order a read after a write, so the last
+ * CMD write must have its response before the first IRQ_STATUS read: device memory
+ * that does not post writes gives this; elsewhere, put a barrier between the two. */
 static inline uint32_t mte_dma_wait_done(uintptr_t base)
 {
     uint32_t status;
