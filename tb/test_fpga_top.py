@@ -53,6 +53,7 @@ CHUNK = 1024                # AXI4-Lite accesses queued at once
 EXAMPLE = "000/3 padded load f16"
 SOAK_LATENCIES = (0, 8, 64, 400)     # most cycles a GM read burst waits, drawn per program
 FIRMWARE = Path(__file__).with_name("firmware.c")
+FIRMWARE_SHARE = 0.25       # of the soak's programs, those C pushes and waits for
 
 
 def cycle():
@@ -509,24 +510,29 @@ async def cpu_soak(dut):
     """The regression's programs (tb/test_mte.py's MTE_SEED and MTE_COUNT, MTE_CASES,
     MTE_ERRORS: random programs, some ending in an error, and one ending in each error
     class), one after another through the CSR alone, each with its GM read latency, the
-    CPU's push sizes and whether a StatusPoller and a UbBystander run beside it drawn
-    from its name; an error is cleared before the next."""
+    CPU's push sizes, whether a StatusPoller and a UbBystander run beside it and whether
+    C (c_firmware's) pushes it and waits for it drawn from its name; an error is cleared
+    before the next."""
     fpga = await start(dut)
     cpu = fpga.cpu
     await identify(fpga)
-    programs = commands = 0
+    pushes = (push_and_wait, Firmware(cpu, Path.cwd() / "firmware").push_and_wait)
+    programs = commands = by_c = 0
     for _, case in configured_cases():
         draw = random.Random(case.name)
         cpu.push_sizes = draw
+        latency, poll, bystander = (draw.choice(SOAK_LATENCIES), draw.random() < 0.5,
+                                    draw.random() < 0.5)
+        push = pushes[draw.random() < FIRMWARE_SHARE]
         rerun = rerun_line(case, dut, "tb.fpga_run")
         try:
-            run = await run_program(fpga, case, latency=draw.choice(SOAK_LATENCIES),
-                                    poll=draw.random() < 0.5, bystander=draw.random() < 0.5)
+            run = await run_program(fpga, case, latency, poll, bystander, push)
             if run.irq_status & IRQ_ERROR:
                 await clear_error(fpga)
         except AssertionError as failure:
             raise AssertionError(f"{failure}\nre-run: {rerun}") from failure
         programs, commands = programs + 1, commands + run.commands
+        by_c += push != push_and_wait
     assert programs, "no programs: set MTE_COUNT, MTE_CASES or MTE_ERRORS"
-    dut._log.info("soak: %d programs, %d commands, %d CMD_FREE reads short of room",
-                  programs, commands, cpu.waits)
+    dut._log.info("soak: %d programs (%d pushed by C), %d commands, %d CMD_FREE reads short "
+                  "of room", programs, by_c, commands, cpu.waits)
