@@ -1,5 +1,6 @@
-"""The C header (`mte header`): compiled with gcc, its constants must be the register map's
-and the ISA table's, and its encoders must pack every command as `isa.encode` does."""
+"""The C header (`mte header`): compiled with gcc and g++, its constants must be the
+register map's and the ISA table's, and its encoders must pack every command as
+`isa.encode` does. (tb/test_fpga_top.py's c_firmware runs its push and wait on the RTL.)"""
 
 import random
 import subprocess
