@@ -3,7 +3,9 @@
     python -m tb.fpga_run [--profile a5] [--width 32]   build if needed, run cpu_programs
                                                         and c_firmware
     python -m tb.fpga_run --seed 7 --count 50 --errors  and a soak through the CSR (cpu_soak)
-    python -m tb.fpga_run --case 0x1a2b3c4d/GM_RANGE    one soak program again (repeatable)
+    python -m tb.fpga_run --case 0x1a2b3c4d/GM_RANGE    one soak program again, alone
+                                                        (repeatable)
+    python -m tb.fpga_run --case ... --waves            and its waveform
 
 The Verilog comes from `python -m hdl.gen --top fpga` into sim_build/fpga_tb/, built by
 tb/run.py's `build` (again only when that text changes). The soak runs the programs
@@ -21,9 +23,10 @@ FIXED_TESTS = ["cpu_programs", "c_firmware"]
 BUILD = tb_run.BUILD / "fpga_tb"
 
 
-def build(profile="a5", width=32):
-    """(runner, build directory), building only when the Verilog changed."""
-    return tb_run.build("verilator", profile, width, waves=False, root=BUILD,
+def build(profile="a5", width=32, waves=False):
+    """(runner, build directory), building only when the Verilog changed; with `waves`, a
+    traced build in a directory of its own."""
+    return tb_run.build("verilator", profile, width, waves=waves, root=BUILD,
                         toplevel=tb_run.FPGA_TOPLEVEL)
 
 
@@ -34,16 +37,24 @@ def soak_environment(seed=1, count=0, errors=False, cases=()):
     return tb_run.program_environment(seed, count, errors, cases)
 
 
-def run(runner, build_dir, profile="a5", soak=None):
-    """One simulator run of cpu_programs and c_firmware, and of cpu_soak when `soak`
-    (soak_environment) gives it programs; returns {cocotb test name: passed} from its
+def waves_file(build_dir):
+    return tb_run.waves_file(build_dir, toplevel=tb_run.FPGA_TOPLEVEL)
+
+
+def run(runner, build_dir, profile="a5", soak=None, waves=False, fixed=True):
+    """One simulator run of cpu_programs and c_firmware (unless not `fixed`), and of
+    cpu_soak when `soak` (soak_environment) gives it programs; with `waves` (a traced
+    build) it writes waves_file(build_dir). Returns {cocotb test name: passed} from its
     xUnit results."""
+    tests = (FIXED_TESTS if fixed else []) + (["cpu_soak"] if soak else [])
     results = build_dir / "results.xml"
     results.unlink(missing_ok=True)
     try:
         runner.test(hdl_toplevel=tb_run.FPGA_TOPLEVEL, hdl_toplevel_lang="verilog",
+                    waves=waves,
+                    test_args=["--trace-file", str(waves_file(build_dir))] if waves else [],
                     test_module=TEST_MODULE, build_dir=build_dir, test_dir=build_dir,
-                    testcase=FIXED_TESTS + ["cpu_soak"] if soak else FIXED_TESTS,
+                    testcase=tests,
                     extra_env={"MTE_PROFILE": profile,
                                "PYTHONWARNINGS": "ignore::DeprecationWarning", **(soak or {})},
                     results_xml=str(results))
@@ -66,13 +77,21 @@ def main(argv=None):
                         help="and one program ending in each error class")
     parser.add_argument("--case", action="append", default=[], metavar="SEED[/ERROR]",
                         help="run this generated program (repeatable)")
+    parser.add_argument("--waves", action="store_true",
+                        help="trace the --case programs (a build of its own)")
     args = parser.parse_args(argv)
+    if args.waves and not args.case:
+        # a traced program is a GB or more of VCD: the whole UB crosses the CSR twice
+        parser.error("--waves traces --case programs only: name the programs to trace")
     soak = soak_environment(args.seed, args.count, args.errors, args.case)
-    runner, build_dir = build(args.profile, args.width)
-    outcome = run(runner, build_dir, args.profile, soak)
+    runner, build_dir = build(args.profile, args.width, args.waves)
+    # a re-run line names its programs: they run alone, so a trace holds only them
+    outcome = run(runner, build_dir, args.profile, soak, args.waves, fixed=not args.case)
     failed = [name for name, passed in outcome.items() if not passed]
     print("no results" if not outcome else
           f"FAILED: {', '.join(failed)}" if failed else "all tests passed")
+    if args.waves:
+        print(f"waves: {waves_file(build_dir)}")
     return 0 if outcome and not failed else 1
 
 

@@ -75,9 +75,10 @@ def fst_available():
     return probe.returncode == 0
 
 
-def waves_file(build_dir, sim="verilator"):
+def waves_file(build_dir, sim="verilator", toplevel=TOPLEVEL):
     """Icarus writes FST itself; Verilator's writer depends on fst_available()."""
-    return build_dir / ("mte_dma.fst" if sim != "verilator" or fst_available() else "mte_dma.vcd")
+    suffix = ".fst" if sim != "verilator" or fst_available() else ".vcd"
+    return build_dir / (toplevel + suffix)
 
 
 def build(sim, profile, width, waves, root=BUILD, toplevel=TOPLEVEL, gen_args=()):

@@ -7,6 +7,8 @@ The profile is kirin9030 (128 KiB UB): each program's whole UB is read back thro
 32-bit UB_DATA window, and at a5's 256 KiB that alone would double the run time.
 """
 
+import pytest
+
 from tb import fpga_run
 
 PROFILE = "kirin9030"
@@ -17,3 +19,10 @@ def test_cpu_drives_the_fpga_top():
     outcome = fpga_run.run(runner, build_dir, PROFILE, fpga_run.soak_environment(errors=True))
     assert outcome == {"cpu_programs": True, "c_firmware": True, "cpu_soak": True}, \
         f"cocotb results: {outcome} (logs in {build_dir})"
+
+
+def test_waves_trace_only_named_programs(capsys):
+    """A trace of the fixed tests would be gigabytes: --waves wants --case."""
+    with pytest.raises(SystemExit) as exit:
+        fpga_run.main(["--waves", "--count", "3"])
+    assert exit.value.code == 2 and "--case" in capsys.readouterr().err
