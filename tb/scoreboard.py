@@ -60,11 +60,11 @@ def untouched_ub(instrs, commands, ub_size):
     commands reads or writes, by the model's loop nest."""
     touched = []
     for instr, regs in copies_with_registers(instrs[:commands]):
-        for src, dst, read, written in copy_rows(instr.op, instr.values, regs):
-            if source_space(instr.op) == "ub":
-                touched.append((src, src + read))
-            if destination_space(instr.op) == "ub":
-                touched.append((dst, dst + written))
+        rows = copy_rows(instr.op, instr.values, regs)
+        if source_space(instr.op) == "ub":
+            touched += [(src, src + read) for src, _, read, _ in rows]
+        if destination_space(instr.op) == "ub":
+            touched += [(dst, dst + written) for _, dst, _, written in rows]
     free, at = [], 0
     for start, end in sorted(touched) + [(ub_size, ub_size)]:
         if (start & ~3) > rules.align_up(at, 4):

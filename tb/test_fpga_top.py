@@ -13,6 +13,7 @@ MTE_PROFILE names the profile it was generated for.
 """
 
 import ctypes
+import functools
 import logging
 import os
 import random
@@ -214,25 +215,34 @@ async def push_and_wait(fpga, words, command_words):
     return Run(first, busy, cycle() - begin, len(command_words))
 
 
+@functools.cache
+def firmware_library():
+    """tb/firmware.c built against `mte header`'s mte_dma.h and loaded, once per
+    simulator run: a process loads a library path only once anyway."""
+    directory = Path.cwd() / "firmware"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "mte_dma.h").write_text(c_header())
+    library = directory / "firmware.so"
+    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-pedantic", "-Werror",
+                    "-shared", "-fPIC", "-I", str(directory), str(FIRMWARE),
+                    "-o", str(library)], check=True, capture_output=True)
+    lib = ctypes.CDLL(str(library))
+    lib.fw_run.argtypes = (ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint32)
+    lib.fw_run.restype = ctypes.c_uint32
+    return lib
+
+
 class Firmware:
-    """tb/firmware.c built against `mte header`'s mte_dma.h: C code whose register reads
-    and writes are the Cpu's AXI4-Lite transfers. cocotb's `bridge` runs it in a thread
-    of its own, and each access `resume`s the simulation until the transfer is done."""
+    """firmware_library(): C code whose register reads and writes are the Cpu's AXI4-Lite
+    transfers. cocotb's `bridge` runs it in a thread of its own, and each access
+    `resume`s the simulation until the transfer is done. The library has one pair of
+    callbacks, so the newest Firmware is the one connected."""
 
     READ = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32)
     WRITE = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32)
 
-    def __init__(self, cpu, directory):
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "mte_dma.h").write_text(c_header())
-        library = directory / "firmware.so"
-        subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-pedantic", "-Werror",
-                        "-shared", "-fPIC", "-I", str(directory), str(FIRMWARE),
-                        "-o", str(library)], check=True, capture_output=True)
-        self.lib = ctypes.CDLL(str(library))
-        self.lib.fw_run.argtypes = (ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32),
-                                    ctypes.c_uint32)
-        self.lib.fw_run.restype = ctypes.c_uint32
+    def __init__(self, cpu):
+        self.lib = firmware_library()
         self.cpu = cpu
         self.names = {r.offset: r.name for r in regmap.REGISTERS}
         self.full = 0               # CMD_FREE reads that found no room
@@ -494,7 +504,7 @@ async def c_firmware(dut):
     each checked as cpu_programs checks its own."""
     fpga = await start(dut)
     await identify(fpga)
-    firmware = Firmware(fpga.cpu, Path.cwd() / "firmware")
+    firmware = Firmware(fpga.cpu)
     push = firmware.push_and_wait
     await run_program(fpga, guarded_example(EXAMPLE, fpga.profile), push=push)
     await run_program(fpga, mixed_program(fpga.profile), latency=400, push=push)
@@ -516,7 +526,7 @@ async def cpu_soak(dut):
     fpga = await start(dut)
     cpu = fpga.cpu
     await identify(fpga)
-    pushes = (push_and_wait, Firmware(cpu, Path.cwd() / "firmware").push_and_wait)
+    pushes = (push_and_wait, Firmware(cpu).push_and_wait)
     programs = commands = by_c = 0
     for _, case in configured_cases():
         draw = random.Random(case.name)
