@@ -352,9 +352,12 @@ def argument_parser():
     asm.set_defaults(handler=asm_command)
 
     header = commands.add_parser(
-        "header", help="write the C header of the CSR map and the command encoders",
+        "header", help="write the C header of the CSR map, the command encoders and "
+                       "the push and wait functions",
         description="Write mte_dma.h: the FPGA top's CSR map, the error codes, pipes, "
-                    "element types and opcodes, and an encoder function per command.")
+                    "element types and opcodes, an encoder function per command, and "
+                    "mte_dma_push and mte_dma_wait_done, which push a program and wait "
+                    "for it.")
     header.add_argument("-o", "--output", default="-", metavar="FILE",
                         help="where to write it; default stdout")
     header.set_defaults(handler=header_command)
