@@ -35,6 +35,14 @@ TEST_MODULE = "tb.test_mte"
 VERILATOR_ARGS = ["-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-UNOPTFLAT",
                   "--no-public-flat-rw"]
 ALL_TESTS = ("regression", "bus_faults", "reset_mid_transfer")
+# cocotb's runner compiles with Icarus's -g2012, under which a declaration's initializer
+# (`reg x = 0`) is in place before time zero with no event: an `always @*` block of the
+# generated Verilog whose inputs are all such registers does not run until one of them
+# changes, and what it drives stays X (amaranth-lang/amaranth#1629). Under -g2005 the
+# initializers are time-zero events; Icarus takes the last -g option. cocotb's own
+# waveform module declares a SystemVerilog `string`, so a traced build brings its own.
+ICARUS_ARGS = ["-g2005"]
+ICARUS_DUMP = "mte_waves_dump"
 
 
 def verilator_environment():
@@ -81,6 +89,30 @@ def waves_file(build_dir, sim="verilator", toplevel=TOPLEVEL):
     return build_dir / (toplevel + suffix)
 
 
+def build_args(sim, waves, build_dir):
+    """The simulator's compile options: for Verilator, with build_dir's file that makes
+    the top's signals public; for Icarus, with build_dir's waveform module if traced."""
+    if sim == "verilator":
+        trace = ["--trace-fst" if fst_available() else "--trace", "--trace-structs"] if waves \
+            else []
+        return trace + VERILATOR_ARGS + [str(build_dir / "public_top.vlt")]
+    dump = ["-s", ICARUS_DUMP, str(build_dir / f"{ICARUS_DUMP}.v")] if waves else []
+    return ICARUS_ARGS + dump
+
+
+def write_build_files(sim, waves, build_dir, toplevel):
+    """The files build_args names: Verilator's public-signal config, Icarus's dump module
+    (its FST comes from the runner's `-fst` at run time)."""
+    if sim == "verilator":
+        (build_dir / "public_top.vlt").write_text(
+            f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+    elif waves:
+        (build_dir / f"{ICARUS_DUMP}.v").write_text(
+            f"module {ICARUS_DUMP};\n  initial begin\n"
+            f'    $dumpfile("{waves_file(build_dir, sim, toplevel)}");\n'
+            f"    $dumpvars(0, {toplevel});\n  end\nendmodule\n")
+
+
 def build(sim, profile, width, waves, root=BUILD, toplevel=TOPLEVEL, gen_args=()):
     """Build once per configuration, under `root`; returns (runner, build directory)."""
     from cocotb_tools import runner as runners
@@ -90,22 +122,16 @@ def build(sim, profile, width, waves, root=BUILD, toplevel=TOPLEVEL, gen_args=()
     if sim == "verilator":
         verilator_environment()
     runner = runners.get_runner(sim)
-    args = []
-    if sim == "verilator":
-        if waves:
-            args = ["--trace-fst" if fst_available() else "--trace", "--trace-structs"]
-        public = build_dir / "public_top.vlt"
-        args += VERILATOR_ARGS + [str(public)]
+    args = build_args(sim, waves, build_dir)
     stamp = build_dir / "built-from.txt"
     built_from = " ".join(args) + "\n" + source.read_text()
     if stamp.exists() and stamp.read_text() == built_from:
         return runner, build_dir         # the runner would run Verilator again regardless
     build_dir.mkdir(parents=True, exist_ok=True)
-    if sim == "verilator":
-        public.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
+    write_build_files(sim, waves, build_dir, toplevel)
     print(f"building {build_dir} (log: build.log there)", file=sys.stderr, flush=True)
     runner.build(sources=[source], hdl_toplevel=toplevel, build_dir=build_dir, always=True,
-                 build_args=args, waves=waves, timescale=("1ns", "1ps"),
+                 build_args=args, waves=waves and sim == "verilator", timescale=("1ns", "1ps"),
                  log_file=build_dir / "build.log")
     stamp.write_text(built_from)
     return runner, build_dir

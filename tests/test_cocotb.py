@@ -79,3 +79,18 @@ def test_mte_run_both_engines(tmp_path, capsys):
         assert main(line.split()[1:] + ["--engine", "both"]) == status
         out, err = capsys.readouterr()
         assert "model and rtl agree" in out if status == 0 else err.startswith("UB_RANGE")
+
+
+def test_icarus_builds_are_verilog_2005(tmp_path):
+    """Under any SystemVerilog generation Icarus gives the generated Verilog's declaration
+    initializers no time-zero event, and its outputs stay X (tb/run.py, ICARUS_ARGS): an
+    Icarus build's last -g option is -g2005, and a traced build's waveform module is
+    Verilog-2005 (Yosys reads it without -sv; cocotb's own it rejects)."""
+    from hdl.fpga_build import yosys
+    for waves in (False, True):
+        args = tb_run.build_args("icarus", waves, tmp_path)
+        assert [arg for arg in args if arg.startswith("-g")][-1] == "-g2005"
+    tb_run.write_build_files("icarus", True, tmp_path, tb_run.TOPLEVEL)
+    dump = tmp_path / f"{tb_run.ICARUS_DUMP}.v"
+    assert str(dump) in args and f"$dumpvars(0, {tb_run.TOPLEVEL})" in dump.read_text()
+    yosys(f"read_verilog {dump.name}", tmp_path)
