@@ -83,9 +83,9 @@ def test_mte_run_both_engines(tmp_path, capsys):
 
 def test_icarus_builds_are_verilog_2005(tmp_path):
     """Under any SystemVerilog generation Icarus gives the generated Verilog's declaration
-    initializers no time-zero event, and its outputs stay X (tb/run.py, ICARUS_ARGS): an
-    Icarus build's last -g option is -g2005, and a traced build's waveform module is
-    Verilog-2005 (Yosys reads it without -sv; cocotb's own it rejects)."""
+    initializers no time-zero event, and much of the engine stays X (tb/run.py,
+    ICARUS_ARGS): an Icarus build's last -g option is -g2005, and a traced build's
+    waveform module is Verilog-2005, which Yosys reads without -sv."""
     from hdl.fpga_build import yosys
     for waves in (False, True):
         args = tb_run.build_args("icarus", waves, tmp_path)
