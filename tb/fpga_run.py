@@ -52,7 +52,7 @@ def run(runner, build_dir, profile="a5", soak=None, waves=False, fixed=True):
     try:
         runner.test(hdl_toplevel=tb_run.FPGA_TOPLEVEL, hdl_toplevel_lang="verilog",
                     waves=waves,
-                    test_args=["--trace-file", str(waves_file(build_dir))] if waves else [],
+                    test_args=tb_run.trace_args(runner, build_dir, waves, tb_run.FPGA_TOPLEVEL),
                     test_module=TEST_MODULE, build_dir=build_dir, test_dir=build_dir,
                     testcase=tests,
                     extra_env={"MTE_PROFILE": profile,

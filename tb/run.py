@@ -113,6 +113,14 @@ def write_build_files(sim, waves, build_dir, toplevel):
             f"    $dumpvars(0, {toplevel});\n  end\nendmodule\n")
 
 
+def trace_args(runner, build_dir, waves, toplevel=TOPLEVEL):
+    """The run-time option naming a traced Verilator model's waveform file (an Icarus
+    build's dump module names its own)."""
+    if not waves or runner.__class__.__name__ != "Verilator":
+        return []
+    return ["--trace-file", str(waves_file(build_dir, toplevel=toplevel))]
+
+
 def build(sim, profile, width, waves, root=BUILD, toplevel=TOPLEVEL, gen_args=()):
     """Build once per configuration, under `root`; returns (runner, build directory)."""
     from cocotb_tools import runner as runners
@@ -142,8 +150,7 @@ def run(runner, build_dir, tests, env, waves, log_file=None, test_module=TEST_MO
     report = build_dir / "report.jsonl"
     report.unlink(missing_ok=True)
     env = dict(env, MTE_REPORT=str(report))
-    test_args = ["--trace-file", str(waves_file(build_dir))] if waves and \
-        runner.__class__.__name__ == "Verilator" else []
+    test_args = trace_args(runner, build_dir, waves)
     try:
         runner.test(hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog", test_module=test_module,
                     build_dir=build_dir, test_dir=build_dir, testcase=list(tests),
