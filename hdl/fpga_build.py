@@ -30,6 +30,7 @@ from model.isa import DEFAULT_PROFILE, PROFILES, Pipe
 from .block_ram import dp16kd_count
 from .ecp5 import Ecp5Target
 from .fpga_top import MteDmaFpga
+from .layouts import BUS_WIDTHS
 from .mte2 import Mte2Datapath
 from .mte3 import Mte3Datapath
 from .pipe import PipeController
@@ -340,7 +341,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m hdl.fpga_build", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE)
-    parser.add_argument("--width", type=int, default=32, help="bus and UB word bytes")
+    parser.add_argument("--width", type=int, choices=BUS_WIDTHS, default=32,
+                        help="bus and UB word bytes")
     parser.add_argument("--max-outstanding", type=int, default=8)
     parser.add_argument("--freq", type=float, default=GOAL_MHZ, help="target clock, MHz")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placer seed")

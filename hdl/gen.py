@@ -10,6 +10,7 @@ from amaranth.back import verilog
 from model.isa import DEFAULT_PROFILE, PROFILES
 
 from .fpga_top import MteDmaFpga
+from .layouts import BUS_WIDTHS
 from .top import MteDma
 
 MODULE_NAME = "mte_dma"
@@ -19,7 +20,8 @@ TOPS = {"sim": (MteDma, MODULE_NAME), "fpga": (MteDmaFpga, "mte_dma_fpga")}
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m hdl.gen", description=__doc__)
     parser.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE)
-    parser.add_argument("--width", type=int, default=32, help="bus and UB word bytes")
+    parser.add_argument("--width", type=int, choices=BUS_WIDTHS, default=32,
+                        help="bus and UB word bytes")
     parser.add_argument("--max-outstanding", type=int, default=8,
                         help="AXI bursts in flight per direction")
     parser.add_argument("--top", choices=sorted(TOPS), default="sim",

@@ -16,6 +16,8 @@ LEFT_BITS = PAD_MAX_BYTES.bit_length()
 SID_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("sid").width
 CACHE_BITS = OP_BY_OPCODE[Opcode.COPY_GM_TO_UBUF].field("l2_cache_ctl").width
 PAGE_BYTES = 4096                    # AXI: no burst crosses a 4 KiB boundary
+BUS_WIDTHS = (8, 16, 32, 64, 128)    # W, bytes: AXI's powers of two up to 128, and at
+                                     # least the pad stage's 8-byte lane groups
 MAX_BEATS = 256                      # AXI4: the longest INCR burst
 CMD_INDEX_BITS = 24                  # position of a command in the stream since reset
 IN_FLIGHT_DEPTH = 16                 # copies of a pipe whose rows are issued but whose

@@ -9,6 +9,7 @@ from model.isa import DEFAULT_PROFILE, GM_ADDR_BITS, PROFILES, WORD_BITS, ErrorC
 from .axi import AXI4Signature
 from .flags import EventFlags
 from .intake import BAD_OPCODE_BITS, ENGINE_PIPES, CommandIntake, Dispatcher, RoutedWord
+from .layouts import BUS_WIDTHS
 from .mte2 import Mte2Datapath
 from .mte3 import Mte3Datapath
 from .pipe import PipeController, StatusSignature
@@ -35,6 +36,9 @@ class MteDma(wiring.Component):
 
     def __init__(self, profile=DEFAULT_PROFILE, width_bytes=32, max_outstanding=8,
                  routed_words=False):
+        if width_bytes not in BUS_WIDTHS:
+            raise ValueError(f"bus width W must be one of {', '.join(map(str, BUS_WIDTHS))} "
+                             f"bytes, not {width_bytes}")
         self.profile = PROFILES[profile]
         self.width_bytes = width_bytes
         self.max_outstanding = max_outstanding

@@ -16,6 +16,8 @@ import argparse
 import sys
 import xml.etree.ElementTree as ET
 
+from hdl.layouts import BUS_WIDTHS
+from model.isa import PROFILES
 from tb import run as tb_run
 
 TEST_MODULE = "tb.test_fpga_top"
@@ -69,8 +71,8 @@ def run(runner, build_dir, profile="a5", soak=None, waves=False, fixed=True):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tb.fpga_run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", default="a5")
-    parser.add_argument("--width", type=int, default=32)
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="a5")
+    parser.add_argument("--width", type=int, choices=BUS_WIDTHS, default=32)
     parser.add_argument("--seed", type=lambda text: int(text, 0), default=1)
     parser.add_argument("--count", type=int, default=0, help="random programs from SEED")
     parser.add_argument("--errors", action="store_true",

@@ -960,19 +960,21 @@ def _pages(base, data):
     return lo, bytes(image)
 
 
-def example_cases():
-    """model/seeds.py's examples: the seed programs with their bindings and memory."""
+def example_cases(profile="a5"):
+    """model/seeds.py's examples: the seed programs with their bindings and memory, in a
+    UB of `profile`'s size. They are written for a5's UB; on a smaller one an example
+    that reaches past its end ends in UB_RANGE."""
     from model.seeds import EXAMPLES
     out = []
     for index, example in enumerate(EXAMPLES):
-        ub = np.zeros(PROFILES[example.profile].ub_size, dtype=np.uint8)
+        ub = np.zeros(PROFILES[profile].ub_size, dtype=np.uint8)
         for addr, data in example.ub:
             ub[addr:addr + len(data)] = np.frombuffer(bytes(data), dtype=np.uint8)
         gm = []
         for base, data in example.gm:
             gm.append(_pages(base, bytes(data)))     # bytes(n) for a window of n zeros
         out.append(Case(f"example {example.name}", example.program, dict(example.bindings),
-                        tuple(gm), ub.tobytes(), example.profile,
+                        tuple(gm), ub.tobytes(), profile,
                         rerun=f"python -m tb.run --example {index}"))
     return out
 

@@ -23,6 +23,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from hdl.layouts import BUS_WIDTHS
+from model.isa import PROFILES
+from model.seeds import EXAMPLES
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "sim_build"
 TOPLEVEL = "mte_dma"
@@ -222,16 +226,23 @@ def argument_parser():
                         help="add one program per error class")
     parser.add_argument("--tests", default="regression",
                         help=f"comma-separated cocotb tests among {', '.join(ALL_TESTS)}")
-    parser.add_argument("--profile", default=os.environ.get("PROFILE", "a5"))
-    parser.add_argument("--width", type=int, default=int(os.environ.get("WIDTH", 32)))
-    parser.add_argument("--sim", default=os.environ.get("SIM", "verilator"))
+    parser.add_argument("--profile", choices=sorted(PROFILES),
+                        default=os.environ.get("PROFILE", "a5"))
+    parser.add_argument("--width", type=int, choices=BUS_WIDTHS,
+                        default=int(os.environ.get("WIDTH", 32)))
+    parser.add_argument("--sim", choices=("verilator", "icarus"),
+                        default=os.environ.get("SIM", "verilator"))
     parser.add_argument("--waves", action="store_true",
                         default=os.environ.get("WAVES", "0") not in ("", "0"))
     return parser
 
 
 def main(argv=None):
-    args = argument_parser().parse_args(argv)
+    parser = argument_parser()
+    args = parser.parse_args(argv)
+    missing = [n for n in args.example if not 0 <= n < len(EXAMPLES)]
+    if missing:
+        parser.error(f"no seed example {missing[0]}: they are 0 to {len(EXAMPLES) - 1}")
     targeted = bool(args.case or args.example)
     if args.count is None:
         args.count = 0 if targeted else int(os.environ.get("COUNT", 200))

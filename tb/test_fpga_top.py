@@ -443,7 +443,7 @@ def guarded_example(name, profile):
     ub = np.full(PROFILES[profile].ub_size, GUARD, dtype=np.uint8)
     for addr, data in EXAMPLES[index].ub:
         ub[addr:addr + len(data)] = np.frombuffer(bytes(data), dtype=np.uint8)
-    return replace(example_cases()[index], ub=ub.tobytes(), profile=profile)
+    return replace(example_cases(profile)[index], ub=ub.tobytes())
 
 
 def mixed_program(profile, copies=24):

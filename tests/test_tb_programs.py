@@ -94,6 +94,21 @@ def test_examples_are_cases():
             assert base % PAGE == 0 and len(data) % PAGE == 0
 
 
+@pytest.mark.parametrize("profile", sorted(isa.PROFILES))
+def test_examples_run_on_every_profile(profile):
+    """The examples in a UB of the profile's size: legal wherever that UB holds them; a
+    128 KiB UB ends the UB->UB example, whose destination starts at 128 KiB, in
+    UB_RANGE."""
+    ub_size = isa.PROFILES[profile].ub_size
+    for case in example_cases(profile):
+        assert (case.profile, len(case.ub)) == (profile, ub_size)
+        error = expect(case).error
+        if case.name.endswith("001 mte_ub_ub i16") and ub_size <= 0x20000:
+            assert error is not None and error.code == ErrorCode.UB_RANGE, case.name
+        else:
+            assert error is None, case.name
+
+
 @pytest.mark.parametrize("seed", SEEDS[:20])
 def test_untouched_ub_is_neither_read_nor_written(seed):
     """Changing every UB byte `untouched_ub` names changes nothing else the program

@@ -16,6 +16,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
+from model.isa import PROFILES
 from model.parser import parse
 from tb import run as tb_run
 from tb.bench import metrics, suite
@@ -223,7 +224,7 @@ def plot(shapes, curves, peaks, latencies, path):
 def argument_parser():
     parser = argparse.ArgumentParser(prog="python -m tb.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", default="a5")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="a5")
     parser.add_argument("--latency", type=int, action="append",
                         help=f"GM latency in cycles (repeatable; default {LATENCIES})")
     parser.add_argument("--max-outstanding", type=int, default=MAX_OUTSTANDING,
