@@ -11,15 +11,16 @@ from .isa import ErrorCode
 
 def encode_instr(instr):
     """The command words of one instruction; raises MteError if it has none."""
-    if instr.deferred is not None:
-        code, message = instr.deferred
-        raise MteError(code, message, line=instr.line, op=instr.mnemonic)
     try:
-        return isa.encode(instr.op, instr.values)
+        words = isa.encode(instr.op, instr.values)
     except isa.EncodingError as e:
         problem = "is negative" if e.value < 0 else f"does not fit {e.field.width} bits"
         raise MteError(ErrorCode.FIELD_RANGE, f"{e.field.name} = {e.value} {problem}",
                        line=instr.line, op=instr.mnemonic) from None
+    if instr.deferred is not None:        # after the fields: FIELD_RANGE comes first
+        code, message = instr.deferred
+        raise MteError(code, message, line=instr.line, op=instr.mnemonic)
+    return words
 
 
 def assemble_until_error(instrs):

@@ -43,7 +43,9 @@ exit status:
   1  a rule violation or bus error: one line on stderr starting with the SPEC error code,
      e.g. "UB_RANGE: line 12: copy_gm_to_ubuf: ...". The dumps are still written and hold
      the state at the failing op: a rejected op moves no byte; a BUS_ERROR stops its copy
-     at the faulting row.
+     at the faulting row. Also, with --engine rtl, an RTL that stops moving before the
+     end ("the RTL hung: ...", the dumps as it stopped), and with --engine both, any
+     difference between the model and the RTL.
   2  usage error: bad flag, unreadable file, malformed program text (reported as
      PROGRAM:LINE:COLUMN), overlapping GM windows, or a dump of unmapped GM or beyond UB."""
 

@@ -49,6 +49,10 @@ set_flag[X, X, E] and wait_flag[X, X, E] for one of the engine's pipes, and for 
 set_flag[A, B, E] for every two different pipes A, B, then the six matching wait_flags.
 E is the lowest event id on which every earlier set_flag of those pipe pairs has had its
 wait_flag. A barrier on a pipe the engine does not have emits nothing.
+
+Flags. A wait_flag between two of the engine's pipes must consume a set_flag earlier in
+program order (one no earlier wait_flag consumed): a program's result is its program
+order, and the engine would hold the waiting pipe for a later set_flag, or forever.
 """
 
 import itertools
@@ -287,14 +291,24 @@ def _operand_fields(op):
 
 
 def _copy_dtype(pointer_types):
-    """dtype code of the first pointer and the deferred error of a size mismatch."""
+    """dtype code of the copy and the deferred error of a size mismatch. The copy's type
+    is the first pointer's; of two types of one size, an f8 type wins, so a profile
+    without f8 rejects the copy whichever pointer names it (the size, all the engine
+    uses of a type otherwise, is the same)."""
     first = pointer_types[0].elem
     other = next((t.elem for t in pointer_types if t.elem.size != first.size), None)
     if other is None:
-        return first.code, None
+        return next((t.elem for t in pointer_types if t.elem.f8), first).code, None
     return first.code, (ErrorCode.TYPE_UNSUPPORTED,
                         f"pointer element types {first.name} ({first.size} bytes) and "
                         f"{other.name} ({other.size} bytes) differ in size")
+
+
+def _ungranted_wait(src, dst, event):
+    return (f"wait_flag[PIPE_{Pipe(src).name}, PIPE_{Pipe(dst).name}, EVENT_ID{event}] has no "
+            f"earlier set_flag to consume: a program's result is its program order (SPEC.md), "
+            f"so each wait_flag follows its set_flag (the engine would hold "
+            f"PIPE_{Pipe(dst).name} until a later set_flag, or forever)")
 
 
 def _pipe(name, token):
@@ -724,6 +738,8 @@ class _Parser:
     def emit(self, stmt, mnemonic, values, deferred=None):
         if mnemonic in _FLAGS and Pipe.EXTERNAL not in (values["src_pipe"], values["dst_pipe"]):
             key = (values["src_pipe"], values["dst_pipe"], values["event_id"])
+            if mnemonic == "wait_flag" and self.flag_balance[key] == 0:
+                raise _error(stmt.op, _ungranted_wait(*key))
             self.flag_balance[key] += 1 if mnemonic == "set_flag" else -1
         self.instrs.append(Instr(OP_BY_MNEMONIC[mnemonic], values, stmt.op.line,
                                  stmt.op.column, stmt.text, deferred))

@@ -57,6 +57,11 @@ class EngineDifference(Exception):
     """The model and the RTL disagree (`mte run --engine both` exits 1 with this)."""
 
 
+class RtlHang(Exception):
+    """The RTL stopped moving before it finished the program (`mte run` exits 1 with
+    this, the memories as they were when it stopped)."""
+
+
 def page_windows(gm):
     """The GM regions rounded out to whole pages: [(base, bytes)], zeros around the data."""
     spans = []
@@ -147,15 +152,15 @@ def run_on_rtl(instrs, profile, gm, ub_preloads):
     job = RtlJob(words, [len(isa.encode(i.op, i.values)) for i in encoded], page_windows(gm),
                  ub.tobytes())
     outcome = _simulate(job, profile)
-    if outcome.hang:
-        raise RuntimeError(f"the RTL hung: {outcome.hang}")
+    error = RtlHang(f"the RTL hung: {outcome.hang}") if outcome.hang else \
+        _rtl_error(outcome, encoded, assembly_error)
     images = {base: np.frombuffer(data, dtype=np.uint8) for base, data in outcome.windows.items()}
 
     def read_gm(addr, n):
         base = max(b for b in images if b <= addr)
         return images[base][addr - base:addr - base + n].tobytes()
 
-    return RunResult(_rtl_error(outcome, encoded, assembly_error), _summary(outcome, encoded),
+    return RunResult(error, _summary(outcome, encoded),
                      read_gm=read_gm,
                      read_ub=lambda addr, n: outcome.ub[addr:addr + n])
 
@@ -212,8 +217,8 @@ def run_on_both(instrs, profile, gm, ub_preloads):
     model = run_on_model(instrs, profile, gm, ub_preloads)
     differences = []
     m, r = model.error, rtl.error
-    if (m is None) != (r is None) or m is not None and (m.code, m.line, m.address) != (
-            r.code, r.line, r.address):
+    if not (m is None and r is None or isinstance(m, MteError) and isinstance(r, MteError)
+            and (m.code, m.line, m.address) == (r.code, r.line, r.address)):
         differences.append(f"error: model {m}, rtl {r}")
     skip = _unspecified(m, ran)
     memories = [("UB", 0, PROFILES[profile].ub_size, skip.get("ub", ()))]

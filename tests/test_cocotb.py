@@ -81,6 +81,30 @@ def test_mte_run_both_engines(tmp_path, capsys):
         assert "model and rtl agree" in out if status == 0 else err.startswith("UB_RANGE")
 
 
+def test_mte_run_reports_an_rtl_hang(tmp_path, capsys):
+    """A program the RTL cannot finish ends `mte run --engine rtl` and `--engine both` with
+    exit 1 and one line saying so. This one lets MTE2 set one flag 8 times while MTE3
+    waits behind a V copy: the engine counts 7 outstanding sets (docs/semantics.md, "Pipes
+    and flags"), so MTE3's eighth wait is never granted; the model runs it all."""
+    from model.cli import main
+    program = tmp_path / "lost_set.pto"
+    program.write_text("\n".join(
+        ["pto.copy_ubuf_to_ubuf %u, %v, %c0, %c64, %c16, %c0, %c0 : "
+         "!pto.ptr<u8, ub>, !pto.ptr<u8, ub>, i64, i64, i64, i64, i64",
+         "pto.set_flag[PIPE_V, PIPE_MTE3, EVENT_ID1]"]
+        + ["pto.set_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]"] * 8
+        + ["pto.wait_flag[PIPE_V, PIPE_MTE3, EVENT_ID1]"]
+        + ["pto.wait_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]"] * 8))
+    args = ["run", str(program), "--gm", "0x100000:4096", "--bind", "u=0",
+            "--bind", "v=0x20000"]
+    assert main(args) == 0
+    capsys.readouterr()
+    for engine in ("rtl", "both"):
+        assert main(args + ["--engine", engine]) == 1
+        err = capsys.readouterr().err
+        assert "the RTL hung: no progress" in err and "mte3: busy=1 completed=8" in err
+
+
 def test_a_narrow_bus_runs_long_copies_behind_a_full_queue():
     """W = 8, the narrowest bus: a copy of this program takes more than the harness's
     5000-cycle watchdog while the next command waits for the pipe's full queue, which is

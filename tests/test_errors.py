@@ -83,10 +83,16 @@ def test_field_range_of_a_register_write_leaves_the_registers():
     assert engine.regs[Pipe.MTE2]["loop1_src_stride"] == 64
 
 
-def test_a_deferred_parser_error_comes_first():
-    instr = load(len_burst=-1)              # would be FIELD_RANGE
-    instr.deferred = (ErrorCode.TYPE_UNSUPPORTED, "pointers of different element sizes")
-    error = expect_rejected(ErrorCode.TYPE_UNSUPPORTED, instr)
+def test_a_deferred_parser_error_takes_its_place_in_the_rule_order():
+    """A mixed-size TYPE_UNSUPPORTED the parser found comes after a field out of range and
+    before every rule the engine checks (docs/semantics.md, "Rule order")."""
+    mixed = (ErrorCode.TYPE_UNSUPPORTED, "pointers of different element sizes")
+    negative = load(len_burst=-1)
+    negative.deferred = mixed
+    expect_rejected(ErrorCode.FIELD_RANGE, negative)
+    misaligned = load(ub_dst=16)            # UB_MISALIGNED on its own
+    misaligned.deferred = mixed
+    error = expect_rejected(ErrorCode.TYPE_UNSUPPORTED, misaligned)
     assert "different element sizes" in error.message
 
 

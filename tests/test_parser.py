@@ -193,8 +193,11 @@ def test_addptr_of_a_free_name_needs_a_known_element_type():
                                         ("PIPE_FIX", Pipe.EXTERNAL),
                                         ("PIPE_SOMETHING_NEW", Pipe.EXTERNAL)])
 def test_flag_pipes(name, pipe):
-    (instr,) = parse(f'wait_flag["{name}", <PIPE_V>, <EVENT_ID7>]')
-    assert instr.values == {"src_pipe": pipe, "dst_pipe": Pipe.V, "event_id": 7}
+    instrs = parse(f'set_flag["{name}", <PIPE_V>, <EVENT_ID7>]\n'
+                   f'wait_flag["{name}", <PIPE_V>, <EVENT_ID7>]')
+    assert [i.mnemonic for i in instrs] == ["set_flag", "wait_flag"]
+    for instr in instrs:
+        assert instr.values == {"src_pipe": pipe, "dst_pipe": Pipe.V, "event_id": 7}
 
 
 def test_flag_errors():
@@ -217,12 +220,33 @@ def test_flag_errors():
     'pto.barrier "PIPE_ALL"',
 ])
 def test_a_result_after_a_statement_without_operands_starts_the_next_statement(flag):
-    instrs = parse(f"{flag}\n%x = arith.constant 64 : i64\n"
+    instrs = parse(f"set_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]\n{flag}\n"
+                   "%x = arith.constant 64 : i64\n"
                    "%u = pto.castptr %c32 : i64 -> !pto.ptr<f32, ub>\n"
                    "pto.set_loop_size_outtoub %x, %u : i64, i64")
     assert {i.mnemonic for i in instrs[:-1]} <= {"set_flag", "wait_flag"}
     assert instrs[-1].values == {"loop1_count": 64, "loop2_count": 32}
-    assert instrs[-1].line == 4
+    assert instrs[-1].line == 5
+
+
+def test_a_wait_flag_needs_an_earlier_set_flag():
+    """The model runs a program in program order, the result of a correctly synchronised
+    program (SPEC.md): a wait_flag with no set_flag before it left to consume would, on
+    the engine, hold its pipe for a later set_flag, or forever, so the parser rejects it."""
+    err = program_error("pto.set_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID1]\n"
+                        "  pto.wait_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]\n"
+                        "pto.set_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]")
+    assert (err.line, err.column) == (2, 3)
+    assert "wait_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0] has no earlier set_flag" in err.message
+    err = program_error("set_flag[PIPE_V, PIPE_MTE2, EVENT_ID3]\n"
+                        "wait_flag[PIPE_V, PIPE_MTE2, EVENT_ID3]\n"
+                        "wait_flag[PIPE_V, PIPE_MTE2, EVENT_ID3]")
+    assert err.line == 3 and "the engine would hold PIPE_MTE2" in err.message
+    granted = ("set_flag[PIPE_MTE3, PIPE_MTE3, EVENT_ID2]\nset_flag[PIPE_MTE3, PIPE_MTE3, "
+               "EVENT_ID2]\nwait_flag[PIPE_MTE3, PIPE_MTE3, EVENT_ID2]\n"
+               "wait_flag[PIPE_MTE3, PIPE_MTE3, EVENT_ID2]\n"
+               "wait_flag[PIPE_S, PIPE_MTE2, EVENT_ID0]")       # another unit's: granted
+    assert len(parse(granted)) == 5
 
 
 # --- pto.barrier ---------------------------------------------------------------------
@@ -505,7 +529,9 @@ def test_castptr_and_addptr():
 
 def test_element_types():
     text = "pto.copy_ubuf_to_gm %u, %g, %c0, %c1, %c32, %c0, %c32, %c32 : {}, {}, i64 x6"
-    cases = [("f16", "i16", F16, None), ("i16", "f16", I16, None), ("i8", "f8e4m3", I8, None),
+    f8e4m3 = DTYPE_BY_NAME["f8e4m3"].code      # of two types of one size, the f8 one
+    cases = [("f16", "i16", F16, None), ("i16", "f16", I16, None), ("i8", "u8", I8, None),
+             ("i8", "f8e4m3", f8e4m3, None), ("f8e4m3", "i8", f8e4m3, None),
              ("i4", "i4", DTYPE_BY_NAME["i4"].code, None),
              ("f32", "f16", F32, ErrorCode.TYPE_UNSUPPORTED)]
     for ub, gm, dtype, deferred in cases:
