@@ -196,6 +196,9 @@ def _global_memory(windows):
             gm.map(addr, data)
         except ValueError as e:
             raise UsageError(f"--gm {addr:#x}: {e}") from None
+        except MemoryError:
+            raise UsageError(f"--gm {addr:#x}:{source}: this machine cannot hold "
+                             f"{source} bytes; map only the windows the program uses") from None
     return gm
 
 

@@ -73,14 +73,17 @@ class GlobalMemory:
         if isinstance(data_or_length, int):
             if data_or_length <= 0:
                 raise ValueError(f"GM region length must be positive, not {data_or_length}")
-            data = np.zeros(data_or_length, dtype=np.uint8)
+            data, end = None, addr + data_or_length
         else:
             data = as_byte_array(data_or_length).copy()
             if not len(data):
                 raise ValueError("GM region data is empty")
+            end = addr + len(data)
+        if addr < 0 or end > GM_SIZE:          # before the zeros of a window are made
+            raise ValueError(f"GM region [{addr:#x}, {end:#x}) lies outside 40-bit GM")
+        if data is None:
+            data = np.zeros(end - addr, dtype=np.uint8)
         region = Region(addr, data)
-        if addr < 0 or region.end > GM_SIZE:
-            raise ValueError(f"GM region [{addr:#x}, {region.end:#x}) lies outside 40-bit GM")
         i = bisect_right(self._bases, addr)
         neighbours = self._regions[max(i - 1, 0):i + 1]
         clash = next((r for r in neighbours if r.base < region.end and addr < r.end), None)

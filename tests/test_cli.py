@@ -104,6 +104,7 @@ def test_profile_sets_the_ub_size(work):
     (("--engine", "fpga"), "invalid choice"),
     (("--gm", "0x1000=missing.bin"), "cannot read GM file missing.bin"),
     (("--gm", "0x1000:64", "--gm", "0x1020:64"), "overlaps"),
+    (("--gm", "0x1000:99999999999999"), "[0x1000, 0x5af3107a4fff) lies outside 40-bit GM"),
     (("--ub", f"{262144 - 100}=tile.bin"), "do not fit"),
     (("--gm", "0x1000=tile.bin", "--dump-gm", "0x1800:0x1000=x.bin"),
      "GM address 0x2000 is not mapped"),
@@ -114,6 +115,22 @@ def test_usage_errors(work, args, words):
     assert run.returncode == 2
     assert words in run.stderr
     assert not (work / "x.bin").exists()
+
+
+def test_a_window_too_large_for_memory_is_a_usage_error(work):
+    """A zero window within 40-bit GM that the machine cannot hold (here under a 2 GiB
+    address-space limit, 4 GiB of zeros) is a usage error, not a traceback."""
+    import resource
+    limit = 2 << 30
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    run = subprocess.run([sys.executable, "-m", "model.cli", "run", "load.pto", "--bind",
+                          "arg0=0x1000", "--bind", "ub_in=0", "--gm", "0:0x100000000"],
+                         cwd=work, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=limited)
+    assert run.returncode == 2
+    assert "--gm 0x0:4294967296: this machine cannot hold 4294967296 bytes" in run.stderr
 
 
 def test_program_errors_are_usage_errors(work):
