@@ -394,12 +394,13 @@ class Harness:
                 waited += 1
                 # A full queue behind one long copy is no hang: the bus keeps moving.
                 if waited % self.watchdog == 0:
-                    if self.progress() == last:
+                    now = self.progress()
+                    if now == last:
                         raise WatchdogError(
                             f"command word {i} not taken for {waited} cycles, no progress "
                             f"for the last {self.watchdog}, at cycle {self.cycle}: "
                             f"{self.describe()}")
-                    last = self.progress()
+                    last = now
             if i in ends:
                 accepted.append(self.cycle)
             if self.gap_duty and rng.random() < self.gap_duty:

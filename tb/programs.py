@@ -960,14 +960,14 @@ def _pages(base, data):
     return lo, bytes(image)
 
 
-def example_cases(profile="a5"):
+def example_cases(profile="a5", fill=0):
     """model/seeds.py's examples: the seed programs with their bindings and memory, in a
-    UB of `profile`'s size. They are written for a5's UB; on a smaller one an example
-    that reaches past its end ends in UB_RANGE."""
+    UB of `profile`'s size holding `fill` outside the example's own data. They are written
+    for a5's UB; on a smaller one an example that reaches past its end ends in UB_RANGE."""
     from model.seeds import EXAMPLES
     out = []
     for index, example in enumerate(EXAMPLES):
-        ub = np.zeros(PROFILES[profile].ub_size, dtype=np.uint8)
+        ub = np.full(PROFILES[profile].ub_size, fill, dtype=np.uint8)
         for addr, data in example.ub:
             ub[addr:addr + len(data)] = np.frombuffer(bytes(data), dtype=np.uint8)
         gm = []

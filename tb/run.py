@@ -25,7 +25,6 @@ from pathlib import Path
 
 from hdl.layouts import BUS_WIDTHS
 from model.isa import PROFILES
-from model.seeds import EXAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "sim_build"
@@ -240,6 +239,7 @@ def argument_parser():
 def main(argv=None):
     parser = argument_parser()
     args = parser.parse_args(argv)
+    from model.seeds import EXAMPLES        # as tb.programs does: its data only when asked
     missing = [n for n in args.example if not 0 <= n < len(EXAMPLES)]
     if missing:
         parser.error(f"no seed example {missing[0]}: they are 0 to {len(EXAMPLES) - 1}")

@@ -35,7 +35,6 @@ from hdl import regmap
 from hdl.c_header import c_header
 from model.engine import COPY_OPCODES
 from model.isa import PROFILES, ErrorCode
-from model.seeds import EXAMPLES
 from tb.harness import CLOCK_NS, BusStats, GlobalMemory, GmReader, GmWriter, PipeStatus
 from tb.programs import GUARD, case_seed, example_cases, generate
 from tb.scoreboard import (ENGINE_PIPES, compare, drain_points, expect, instr_pipe,
@@ -439,11 +438,8 @@ async def clear_error(fpga):
 
 def guarded_example(name, profile):
     """A seed example with its UB outside the preloaded data at GUARD, not zero."""
-    index = next(i for i, e in enumerate(EXAMPLES) if e.name == name)
-    ub = np.full(PROFILES[profile].ub_size, GUARD, dtype=np.uint8)
-    for addr, data in EXAMPLES[index].ub:
-        ub[addr:addr + len(data)] = np.frombuffer(bytes(data), dtype=np.uint8)
-    return replace(example_cases(profile)[index], ub=ub.tobytes())
+    return next(case for case in example_cases(profile, fill=GUARD)
+                if case.name == f"example {name}")
 
 
 def mixed_program(profile, copies=24):
