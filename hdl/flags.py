@@ -4,7 +4,7 @@ from amaranth.hdl import C, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from model.isa import EVENT_ID_BITS, Pipe
+from model.isa import EVENT_ID_BITS, FLAG_DEPTH, Pipe
 
 from .intake import ENGINE_PIPES
 from .muxes import mux_tree
@@ -12,13 +12,16 @@ from .register_copy import RegisterCopy
 
 
 class FlagSetSignature(wiring.Signature):
-    """A pipe's set_flag port (Out from the pipe): a one-cycle `valid` pulse per set_flag.
-    `pipe` is the flag's other side (its dst_pipe), `event` its event id."""
+    """A pipe's set_flag port (Out from the pipe): `valid` is held until `counted`, and
+    low on the cycle `counted` is high. `pipe` is the flag's other side (its dst_pipe),
+    `event` its event id. `counted` is high for one cycle, the cycle after the set was
+    counted; the pipe drops the set_flag after it."""
     def __init__(self):
         super().__init__({
             "valid": Out(1),
             "pipe": Out(Pipe),
             "event": Out(EVENT_ID_BITS),
+            "counted": In(1),
         })
 
 
@@ -56,33 +59,57 @@ def _port_name(kind, pipe):
     return f"{kind}_{pipe.name.lower()}"
 
 
+class _Counter:
+    """Counter (src, dst, event) as registers: the count, whether it is non-zero (a wait
+    on it may be granted) and whether it has room (a set on it may be counted)."""
+    def __init__(self, depth, src, dst, event):
+        name = f"flag_{src.name}_{dst.name}_{event}"
+        self.depth = depth
+        self.count = Signal(range(depth + 1), name=name)
+        self.nonzero = Signal(name=f"{name}_nonzero")
+        self.room = Signal(init=1, name=f"{name}_room")
+
+    def update(self, m, inc, dec):
+        """`inc` only with room, `dec` only when non-zero; both at once cancel out."""
+        with m.If(inc & ~dec):
+            m.d.sync += [self.count.eq(self.count + 1), self.nonzero.eq(1),
+                         self.room.eq(self.count != self.depth - 1)]
+        with m.Elif(dec & ~inc):
+            m.d.sync += [self.count.eq(self.count - 1), self.nonzero.eq(self.count != 1),
+                         self.room.eq(1)]
+
+
 class EventFlags(wiring.Component):
     """One counter per (src pipe, dst pipe, event id), src and dst among MTE2, MTE3, V.
 
-    `set_<src>` with (dst, event) adds one to counter (src, dst, event); `wait_<dst>` with
-    (src, event) is granted when counter (src, dst, event) is non-zero and takes one off
-    it. A set and a grant of the same counter in one cycle cancel out.
+    `set_<src>` with (dst, event) is counted when counter (src, dst, event) has room, and
+    adds one to it; `wait_<dst>` with (src, event) is granted when counter (src, dst, event)
+    is non-zero, and takes one off it. A set and a grant of one counter in one cycle cancel
+    out. Each counter holds up to `depth` outstanding sets: a set on a full counter waits,
+    holding its pipe, until a wait takes one off, so no set is lost however far a pipe
+    runs ahead of the pipe that waits on it.
 
-    Timing: both sides are registered, so neither the pipes' command decoding nor the
-    counters' lookup reaches across the engine in one cycle. A set is taken into a
-    register and counts on the next edge; a wait is decided on a cycle it is valid and its
-    counter is non-zero (the flag is consumed on that edge), and `granted` is a register,
-    high the next cycle, during which the same waiter is not decided again. So a wait on a
-    counter that is zero is granted at the earliest two cycles after its set, and a pipe's
-    successive waits at most every other cycle. The port's `granted` is a `RegisterCopy`
-    of the register this block decides with, so it sits by the pipe's command handshake,
-    which it feeds, and not by the counters.
-
-    Each counter holds up to `depth` outstanding sets (default 7, three bits): a correctly
-    synchronised program sets a flag again only after the matching wait, or keeps a few
-    (double or triple buffering) in flight. A set beyond `depth` is lost (saturation).
+    Timing: the counters' lookups never start at the pipes' command decoding, and
+    counting a set is one gate from registers. A set is taken into a register, the room
+    of the counter it names is looked up from there into another, and the set is counted
+    on the next edge it is held with room looked up for it the cycle before. `counted` is
+    a register, high the cycle after; the held register still shows the same set then,
+    which `counted` keeps from being counted again, and the pipe offers no set that cycle,
+    so no two sets are taken for one. So a pipe's set_flag takes four cycles, and a wait
+    on a counter that is zero is granted at the earliest four cycles after its set was
+    offered. A wait is decided on a cycle it is valid and its counter is non-zero (the
+    flag is consumed on that edge), and `granted` is a register, high the next cycle,
+    during which the same waiter is not decided again: a pipe's successive waits at most
+    every other cycle. The ports' `counted` and `granted` are `RegisterCopy`s of the
+    registers this block decides with, so they sit by the pipe's command handshake,
+    which they feed, and not by the counters.
 
     A flag whose other side is Pipe.EXTERNAL (a pipe this engine does not have) does
     nothing: such a set changes no counter and such a wait is granted at once (the next
     cycle, as any grant).
     """
 
-    def __init__(self, depth=7):
+    def __init__(self, depth=FLAG_DEPTH):
         self.depth = depth
         members = {}
         for pipe in ENGINE_PIPES:
@@ -92,43 +119,78 @@ class EventFlags(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        sets = {src: self._registered_set(m, src) for src in ENGINE_PIPES}
-        for dst in ENGINE_PIPES:
-            waiter = getattr(self, _port_name("wait", dst))
-            # `granted` also keeps the waiter, which still shows the consumed wait, from
-            # being decided twice.
-            granted = Signal(name=f"granted_{dst.name.lower()}")
-            decide = waiter.valid & ~granted
-            # Whether the named counter is non-zero is a register per counter, and which
-            # one is named is a mux of them by (pipe, event) alone, so the grant is that
-            # mux and one gate with `decide`, not a compare and an OR over the counters:
-            # per source pipe, kept muxes by the event, then one by the pipe.
-            by_src = []
-            for src in sorted(Pipe):
-                if src in sets:
-                    nonzero = [self._counter(m, sets[src], waiter, decide, src, dst, event)
-                               for event in range(1 << EVENT_ID_BITS)]
-                    by_src.append(_kept_mux(m, nonzero, waiter.event,
-                                            f"hit_{src.name.lower()}_{dst.name.lower()}"))
-                else:
-                    by_src.append(C(1))
-            hit = mux_tree(by_src, waiter.pipe)
-            m.d.sync += granted.eq(decide & hit)
-            copy = m.submodules[f"granted_{dst.name.lower()}_copy"] = RegisterCopy(1)
-            m.d.comb += [copy.d.eq(decide & hit), waiter.granted.eq(copy.q)]
+        counters = {(src, dst, event): _Counter(self.depth, src, dst, event)
+                    for src in ENGINE_PIPES for dst in ENGINE_PIPES
+                    for event in range(1 << EVENT_ID_BITS)}
+        setters = {src: self._registered_set(m, src) for src in ENGINE_PIPES}
+        waiters = {dst: getattr(self, _port_name("wait", dst)) for dst in ENGINE_PIPES}
+        counting = {src: self._count_set(m, setter, src, counters)
+                    for src, setter in setters.items()}
+        granting = {dst: self._grant_wait(m, waiter, dst, counters)
+                    for dst, waiter in waiters.items()}
+        for (src, dst, event), counter in counters.items():
+            setter, waiter = setters[src], waiters[dst]
+            counter.update(
+                m,
+                inc=counting[src] & (setter.pipe == dst) & (setter.event == event),
+                dec=(granting[dst] & (waiter.pipe == src) & (waiter.event == event)
+                     & counter.nonzero))
         return m
 
-    def _counter(self, m, setter, waiter, decide, src, dst, event):
-        """Counter (src, dst, event); returns its "non-zero" register."""
-        count = Signal(range(self.depth + 1), name=f"flag_{src.name}_{dst.name}_{event}")
-        nonzero = Signal(name=f"flag_{src.name}_{dst.name}_{event}_nonzero")
-        inc = setter.valid & (setter.pipe == dst) & (setter.event == event)
-        dec = decide & (waiter.pipe == src) & (waiter.event == event) & nonzero
-        with m.If(inc & ~dec & (count != self.depth)):
-            m.d.sync += [count.eq(count + 1), nonzero.eq(1)]
-        with m.Elif(dec & ~inc):
-            m.d.sync += [count.eq(count - 1), nonzero.eq(count != 1)]
-        return nonzero
+    def _count_set(self, m, setter, src, counters):
+        """Whether `src`'s held set is counted this cycle: it was held the cycle before
+        too, and then its counter had room. The counter's room, looked up a cycle ahead
+        into a register, leaves the counting one gate from registers. It cannot have
+        gone since: only `src`'s own sets fill the counter, and the one counted last
+        cycle shows `counted` now, which keeps the same set from being counted again."""
+        name = src.name.lower()
+        held_before = Signal(name=f"set_{name}_held_before")
+        room = Signal(name=f"set_{name}_room")
+        m.d.sync += [
+            held_before.eq(setter.valid),
+            room.eq(self._lookup(m, setter, "set", src,
+                                 lambda dst, event: counters[src, dst, event].room)),
+        ]
+        counted, counted_copy = self._answer(m, "set", src, "counted")
+        counting = setter.valid & held_before & room & ~counted
+        m.d.sync += counted.eq(counting)
+        m.d.comb += counted_copy.eq(counting)
+        return counting
+
+    def _grant_wait(self, m, waiter, dst, counters):
+        """Whether `dst`'s wait is decided this cycle (and consumes its flag if the
+        counter is non-zero): it is valid and was not granted the cycle before."""
+        granted, granted_copy = self._answer(m, "wait", dst, "granted")
+        decide = waiter.valid & ~granted
+        hit = self._lookup(m, waiter, "wait", dst,
+                           lambda src, event: counters[src, dst, event].nonzero)
+        m.d.sync += granted.eq(decide & hit)
+        m.d.comb += granted_copy.eq(decide & hit)
+        return decide
+
+    def _lookup(self, m, request, kind, pipe, ready):
+        """`ready(other pipe, event)` of the counter `request` names. Whether each counter
+        is ready is a register, and which one is named is a mux of them by (pipe, event)
+        alone: per other pipe, kept muxes by the event, then one by the pipe. A pipe this
+        engine does not have is always ready."""
+        by_other = []
+        for other in sorted(Pipe):
+            if other in ENGINE_PIPES:
+                choices = [ready(other, event) for event in range(1 << EVENT_ID_BITS)]
+                by_other.append(_kept_mux(m, choices, request.event,
+                                          f"{kind}_{other.name.lower()}_{pipe.name.lower()}"))
+            else:
+                by_other.append(C(1))
+        return mux_tree(by_other, request.pipe)
+
+    def _answer(self, m, kind, pipe, answer):
+        """The register this block decides `pipe`'s `kind` requests with, and the input of
+        the `RegisterCopy` of it that the port `answer` shows; the caller drives both with
+        the register's next value."""
+        name = f"{answer}_{pipe.name.lower()}"
+        copy = m.submodules[f"{name}_copy"] = RegisterCopy(1)
+        m.d.comb += getattr(getattr(self, _port_name(kind, pipe)), answer).eq(copy.q)
+        return Signal(name=name), copy.d
 
     def _registered_set(self, m, src):
         """The set port of `src`, one cycle later."""

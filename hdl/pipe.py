@@ -43,14 +43,14 @@ class StatusSignature(wiring.Signature):
         })
 
 
-def _ready_by_kind(kind0, kind1, checker_ready, idle, granted):
+def _ready_by_kind(kind0, kind1, checker_ready, counted, granted):
     """Whether a pipe takes the command at its head now, by the command's kind (bits of
     its CommandKind): as logic on 1-bit values and, through `truth_table`, a table."""
     immediate, copy, set_flag, wait_flag = (
         (kind0 if k.value & 1 else ~kind0) & (kind1 if k.value & 2 else ~kind1)
         for k in (CommandKind.IMMEDIATE, CommandKind.COPY, CommandKind.SET_FLAG,
                   CommandKind.WAIT_FLAG))
-    return (immediate | (copy & checker_ready) | (set_flag & idle)
+    return (immediate | (copy & checker_ready) | (set_flag & counted)
             | (wait_flag & granted))
 
 
@@ -77,8 +77,9 @@ class PipeController(wiring.Component):
                          commands are fetched and checked, and its index joins the in-flight
                          queue until its Completion arrives.
       set_flag        -> waits until no copy is in the checker or in flight (its writes
-                         are committed), then sets the flag. A flag whose other side is
-                         EXTERNAL does nothing.
+                         are committed), then offers the set until EventFlags counts it
+                         (it holds the pipe while the flag's counter is full). A flag
+                         whose other side is EXTERNAL does nothing.
       wait_flag       -> holds the pipe until EventFlags grants the flag.
 
     Copies overlap: once the checker has taken a copy, the next command is executed while
@@ -233,7 +234,7 @@ class PipeController(wiring.Component):
         # takes it as one net, and ABC cannot spread it over the queue's logic.
         ready = m.submodules.ready = KeptLut(5, truth_table(_ready_by_kind, 5))
         m.d.comb += [
-            ready.a.eq(Cat(kind.as_value(), checker.request.ready, idle,
+            ready.a.eq(Cat(kind.as_value(), checker.request.ready, self.flag_set.counted,
                            self.flag_wait.granted)),
             self.cmd.ready.eq(ready.z),
         ]
@@ -242,7 +243,11 @@ class PipeController(wiring.Component):
                 m.d.comb += checker.request.valid.eq(valid)
             with m.Case(CommandKind.SET_FLAG):
                 # Another pipe waits on it: this pipe's writes must be committed first.
-                m.d.comb += [self.flag_set.valid.eq(valid & idle), finished.eq(valid & idle)]
+                # The set seen on the cycle it is counted must not be offered again.
+                m.d.comb += [
+                    self.flag_set.valid.eq(valid & idle & ~self.flag_set.counted),
+                    finished.eq(valid & self.flag_set.counted),
+                ]
             with m.Case(CommandKind.WAIT_FLAG):
                 m.d.comb += [
                     self.flag_wait.valid.eq(valid),

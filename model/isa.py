@@ -54,6 +54,8 @@ PIPE_NAMES = {"PIPE_MTE2": Pipe.MTE2, "PIPE_MTE3": Pipe.MTE3, "PIPE_V": Pipe.V}
 EXTERNAL_PIPE_NAMES = ("PIPE_S", "PIPE_MTE1", "PIPE_FIX", "PIPE_M", "PIPE_ALL", "PIPE_MTE4",
                        "PIPE_MTE5", "PIPE_V2")
 EVENT_ID_BITS = 4
+# Outstanding set_flags the engine counts per (source pipe, destination pipe, event id).
+FLAG_DEPTH = 7
 
 
 @unique

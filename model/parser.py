@@ -52,7 +52,9 @@ wait_flag. A barrier on a pipe the engine does not have emits nothing.
 
 Flags. A wait_flag between two of the engine's pipes must consume a set_flag earlier in
 program order (one no earlier wait_flag consumed): a program's result is its program
-order, and the engine would hold the waiting pipe for a later set_flag, or forever.
+order, and the engine would hold the waiting pipe for a later set_flag, or forever. At
+no point may more than FLAG_DEPTH (7) set_flags of one flag wait in program order for
+their wait_flags: the engine counts that many per flag.
 """
 
 import itertools
@@ -63,8 +65,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .errors import ProgramError
-from .isa import (DTYPE_BY_NAME, EVENT_ID_BITS, EXTERNAL_PIPE_NAMES, OP_BY_MNEMONIC,
-                  PIPE_NAMES, DType, ErrorCode, Pipe)
+from .isa import (DTYPE_BY_NAME, EVENT_ID_BITS, EXTERNAL_PIPE_NAMES, FLAG_DEPTH,
+                  OP_BY_MNEMONIC, PIPE_NAMES, DType, ErrorCode, Pipe)
 from .program import Instr
 
 # A grouped op unrolled into more copies than this is refused rather than materialised.
@@ -309,6 +311,13 @@ def _ungranted_wait(src, dst, event):
             f"earlier set_flag to consume: a program's result is its program order (SPEC.md), "
             f"so each wait_flag follows its set_flag (the engine would hold "
             f"PIPE_{Pipe(dst).name} until a later set_flag, or forever)")
+
+
+def _uncounted_set(src, dst, event):
+    return (f"set_flag[PIPE_{Pipe(src).name}, PIPE_{Pipe(dst).name}, EVENT_ID{event}] would be "
+            f"the {FLAG_DEPTH + 1}th that no wait_flag has consumed: the engine counts at most "
+            f"{FLAG_DEPTH} per flag and holds PIPE_{Pipe(src).name} at a set beyond them "
+            f"until a wait_flag consumes one, which can hang the engine")
 
 
 def _pipe(name, token):
@@ -740,6 +749,8 @@ class _Parser:
             key = (values["src_pipe"], values["dst_pipe"], values["event_id"])
             if mnemonic == "wait_flag" and self.flag_balance[key] == 0:
                 raise _error(stmt.op, _ungranted_wait(*key))
+            if mnemonic == "set_flag" and self.flag_balance[key] == FLAG_DEPTH:
+                raise _error(stmt.op, _uncounted_set(*key))
             self.flag_balance[key] += 1 if mnemonic == "set_flag" else -1
         self.instrs.append(Instr(OP_BY_MNEMONIC[mnemonic], values, stmt.op.line,
                                  stmt.op.column, stmt.text, deferred))

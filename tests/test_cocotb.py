@@ -81,28 +81,51 @@ def test_mte_run_both_engines(tmp_path, capsys):
         assert "model and rtl agree" in out if status == 0 else err.startswith("UB_RANGE")
 
 
-def test_mte_run_reports_an_rtl_hang(tmp_path, capsys):
-    """A program the RTL cannot finish ends `mte run --engine rtl` and `--engine both` with
-    exit 1 and one line saying so. This one lets MTE2 set one flag 8 times while MTE3
-    waits behind a V copy: the engine counts 7 outstanding sets (docs/semantics.md, "Pipes
-    and flags"), so MTE3's eighth wait is never granted; the model runs it all."""
+V_COPY = ("pto.copy_ubuf_to_ubuf %u, %v, %c0, %c64, %c64, %c0, %c0 : "
+          "!pto.ptr<u8, ub>, !pto.ptr<u8, ub>, i64, i64, i64, i64, i64")
+RUN_ARGS = ["--gm", "0x100000:4096", "--bind", "u=0", "--bind", "v=0x20000"]
+
+
+def test_a_pipe_runs_set_flags_far_ahead_of_their_waits(tmp_path, capsys):
+    """MTE3 waits behind a long V copy while MTE2 sets one flag ten times, each set
+    followed in program order by MTE3's wait: MTE2 runs ahead of the waits by more than
+    the engine's 7 counted sets, and its eighth set waits for a place instead of being
+    lost. Both engines agree."""
     from model.cli import main
-    program = tmp_path / "lost_set.pto"
+    program = tmp_path / "run_ahead.pto"
     program.write_text("\n".join(
-        ["pto.copy_ubuf_to_ubuf %u, %v, %c0, %c64, %c16, %c0, %c0 : "
-         "!pto.ptr<u8, ub>, !pto.ptr<u8, ub>, i64, i64, i64, i64, i64",
-         "pto.set_flag[PIPE_V, PIPE_MTE3, EVENT_ID1]"]
+        [V_COPY, "pto.set_flag[PIPE_V, PIPE_MTE3, EVENT_ID1]",
+         "pto.wait_flag[PIPE_V, PIPE_MTE3, EVENT_ID1]"]
+        + ["pto.set_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]",
+           "pto.wait_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]"] * 10))
+    assert main(["run", str(program), "--engine", "both"] + RUN_ARGS) == 0
+    assert "model and rtl agree" in capsys.readouterr().out
+
+
+def test_mte_run_reports_an_rtl_hang(tmp_path, capsys, monkeypatch):
+    """A program the RTL cannot finish ends `mte run --engine rtl` and `--engine both` with
+    exit 1 and one line saying so. With the parser's limit of 7 outstanding set_flags per
+    flag lifted, this one sets a flag 8 times while MTE3, which waits on it, is held
+    behind a V copy, then fills MTE2's queue: MTE2 holds at its eighth set, the command
+    stream behind MTE2's full queue, and MTE3's waits are never sent; the model runs it."""
+    from model import parser
+    from model.cli import main
+    monkeypatch.setattr(parser, "FLAG_DEPTH", 8)
+    program = tmp_path / "held_set.pto"
+    program.write_text("\n".join(
+        [V_COPY, "pto.set_flag[PIPE_V, PIPE_MTE3, EVENT_ID1]"]
         + ["pto.set_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]"] * 8
+        + ["pto.set_loop1_stride_outtoub %c32, %c32 : i64, i64"] * 9
         + ["pto.wait_flag[PIPE_V, PIPE_MTE3, EVENT_ID1]"]
         + ["pto.wait_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]"] * 8))
-    args = ["run", str(program), "--gm", "0x100000:4096", "--bind", "u=0",
-            "--bind", "v=0x20000"]
+    args = ["run", str(program)] + RUN_ARGS
     assert main(args) == 0
     capsys.readouterr()
     for engine in ("rtl", "both"):
         assert main(args + ["--engine", engine]) == 1
         err = capsys.readouterr().err
-        assert "the RTL hung: no progress" in err and "mte3: busy=1 completed=8" in err
+        assert "the RTL hung: command word 36 not taken" in err
+        assert "mte2: busy=1 completed=7" in err and "mte3: busy=0 completed=0" in err
 
 
 def test_a_narrow_bus_runs_long_copies_behind_a_full_queue():

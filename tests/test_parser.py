@@ -10,7 +10,7 @@ import pytest
 from model import seeds
 from model.assembler import assemble, disassemble
 from model.errors import ProgramError
-from model.isa import DTYPE_BY_NAME, ErrorCode, Opcode, Pipe
+from model.isa import DTYPE_BY_NAME, FLAG_DEPTH, ErrorCode, Opcode, Pipe
 from model.parser import MAX_SOFTWARE_COPIES, decode_float, encode_float, parse
 
 F16, F32, I16, I8 = (DTYPE_BY_NAME[n].code for n in ("f16", "f32", "i16", "i8"))
@@ -247,6 +247,23 @@ def test_a_wait_flag_needs_an_earlier_set_flag():
                "wait_flag[PIPE_MTE3, PIPE_MTE3, EVENT_ID2]\n"
                "wait_flag[PIPE_S, PIPE_MTE2, EVENT_ID0]")       # another unit's: granted
     assert len(parse(granted)) == 5
+
+
+def test_a_flag_has_at_most_seven_set_flags_outstanding():
+    """The engine counts FLAG_DEPTH set_flags per flag and holds a pipe at a set beyond
+    them until a wait_flag frees a place; one that program order only reaches later can
+    sit behind that pipe's commands and never come, so the parser refuses an eighth."""
+    sets = ["set_flag[PIPE_MTE2, PIPE_V, EVENT_ID5]"] * FLAG_DEPTH
+    err = program_error("\n".join(sets + ["  set_flag[PIPE_MTE2, PIPE_V, EVENT_ID5]"]))
+    assert (err.line, err.column) == (FLAG_DEPTH + 1, 3)
+    assert ("set_flag[PIPE_MTE2, PIPE_V, EVENT_ID5] would be the 8th that no wait_flag has "
+            "consumed" in err.message and "holds PIPE_MTE2" in err.message)
+    # Other flags count apart, a wait_flag frees a place, and a barrier takes a free event.
+    others = ["set_flag[PIPE_MTE2, PIPE_V, EVENT_ID6]", "set_flag[PIPE_MTE3, PIPE_V, EVENT_ID5]",
+              "set_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID5]", "set_flag[PIPE_MTE2, PIPE_S, EVENT_ID5]"]
+    freed = ["wait_flag[PIPE_MTE2, PIPE_V, EVENT_ID5]", "set_flag[PIPE_MTE2, PIPE_V, EVENT_ID5]"]
+    barrier = ["set_flag[PIPE_MTE2, PIPE_V, EVENT_ID0]"] * FLAG_DEPTH + ["pto.barrier <PIPE_V>"]
+    assert len(parse("\n".join(sets + others + freed + barrier))) == 2 * FLAG_DEPTH + 8
 
 
 # --- pto.barrier ---------------------------------------------------------------------
