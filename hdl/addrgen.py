@@ -144,12 +144,11 @@ class AddressGenerator(wiring.Component):
         # this block's flip-flops.
         at_end = [Signal(name=f"{name}_at_end") for name in LOOP_COUNTS]
         next_step = Signal(Step, name="next_step").as_value()   # compared as a number
-        last_row = Signal()
-        # What the flags become if a row is walked (`walked`) or a copy taken (`taken`),
-        # from registers and the incoming copy alone; `advance`, which waits on `ready`
-        # from afar, only picks between that and holding (below), one gate before each.
+        # What the flags become if a row is walked (`walked`, from registers) or a copy
+        # taken (`taken`, the checker's registers); `advance`, which waits on `ready` from
+        # afar, only picks between that and holding (below), one gate before each.
         walked = [Signal(name=f"{name}_at_end_walked") for name in LOOP_COUNTS]
-        taken = [Signal(name=f"{name}_at_end_taken") for name in LOOP_COUNTS]
+        taken = [incoming.geom[f"{name}_second_end"] for name in LOOP_COUNTS]
         moved = [Signal(name=f"{name}_at_end_moved") for name in LOOP_COUNTS]
         m.d.comb += [flag.eq(Mux(walking, w, t)) for flag, w, t in zip(moved, walked, taken)]
 
@@ -161,8 +160,9 @@ class AddressGenerator(wiring.Component):
         hit = self.abort.valid & (self.abort.copy == number)
         with m.If(walking):
             m.d.sync += aborted.eq(aborted | hit)
-        # last_row | aborted, as a register of its own: it picks the at-end flags that
-        # decide the next step, so no gate of the two lies in front of them.
+        # Whether the walked row ends the copy (it is the last, or the copy is aborted), as
+        # a register of its own: it picks the at-end flags that decide the next step, so no
+        # gate of the two lies in front of them.
         ending = Signal()
 
         take = self.copy.valid & self.copy.ready
@@ -179,11 +179,9 @@ class AddressGenerator(wiring.Component):
         # `walking`, the copy number and the last sid wait on a copy being taken.
         idle = ~walking
         moves = walk | idle
-        moved_last = moved[0] & moved[1] & moved[2]
-        m.d.sync += ending.eq(Mux(moves, moved_last, last_row) | (walking & (aborted | hit)))
         with m.If(moves):
             m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
-            m.d.sync += [next_step.eq(_next_step(moved)), last_row.eq(moved_last)]
+            m.d.sync += next_step.eq(_next_step(moved))
         # Copies of `next_step` for the loop counters and for the at-end flags, apart from
         # the one that picks the walk's bases and strides: the datapath is wide and far,
         # and a decode of one register shared with it would sit among it.
@@ -193,6 +191,13 @@ class AddressGenerator(wiring.Component):
             m.d.comb += copy.d.eq(Mux(moves, _next_step(moved), copy.q))
             step_copies.append(copy.q)
         count_step, flags_step = step_copies
+        # `ending` of the row walked next, from registers apart from `hit`: after the
+        # walked row, unless that one ends the copy (then none is walked next); the second
+        # row, while none is walked. Not a choice on `moves` among the `moved` flags: that
+        # would put the flags' LUT level in front of it.
+        walked_last = self._walked_last(job, at_one, at_end, flags_step)
+        m.d.sync += ending.eq(Mux(walking, Mux(advance, walked_last, ending) | aborted | hit,
+                                  taken[0] & taken[1] & taken[2]))
         # The incoming copy's first row, walked as it is taken. A copy is not empty, so a
         # count that is not many is 1.
         first_at_end = [~incoming.geom[f"{name}_many"] for name in LOOP_COUNTS]
@@ -236,7 +241,7 @@ class AddressGenerator(wiring.Component):
                 m.d.sync += walking.eq(0)
             with m.Else():
                 self._count(m, job, counters, at_one, count_two, count_step)
-        self._walked_at_end(m, job, at_one, at_end, ending, flags_step, walked)
+        self._walked_at_end(m, job, at_one, at_end, flags_step, walked)
 
         # The sid of the last copy taken: a copy's first row tells whether its sid differs
         # from the row before it.
@@ -259,9 +264,6 @@ class AddressGenerator(wiring.Component):
                 with m.Else():
                     m.d.sync += [counters[level].eq(count - 1),
                                  at_one[level].eq(count == 2)]
-        for level, name in enumerate(LOOP_COUNTS):
-            m.d.comb += taken[level].eq(Mux(first_next == level,
-                                            incoming.geom[f"{name}_two"], first_at_end[level]))
         return m
 
     @staticmethod
@@ -277,14 +279,26 @@ class AddressGenerator(wiring.Component):
                              at_one[level].eq(count_two[level])]
 
     @staticmethod
-    def _walked_at_end(m, job, at_one, at_end, ending, step, walked):
-        """Drives `walked`, the at-end flags after the walked row: unchanged after the
-        copy's last row; else the level that steps is at its end if its counter is 1, and
-        the levels inside it, starting over, if their count is 1."""
+    def _walked_at_end(m, job, at_one, at_end, step, walked):
+        """Drives `walked`, the at-end flags of the row after the walked one, reached by
+        `step`: the level that steps is at its end if its counter is 1, the levels inside
+        it, starting over, if their count is 1, the levels outside it as they are. (After
+        the copy's last row, none is walked and the flags are not looked at.)"""
         for level, name in enumerate(LOOP_COUNTS):
             m.d.comb += walked[level].eq(Mux(
-                ending | (step < level), at_end[level],
+                step < level, at_end[level],
                 Mux(step == level, at_one[level], ~job.geom[f"{name}_many"])))
+
+    @staticmethod
+    def _walked_last(job, at_one, at_end, step):
+        """All of `walked` (_walked_at_end) set, as a choice by `step` among one AND of
+        registers per step, not an AND of the three flags' LUTs."""
+        last_if = []
+        for stepping in range(len(LOOP_COUNTS)):
+            flags = [~job.geom[f"{name}_many"] for name in LOOP_COUNTS[:stepping]]
+            flags += [at_one[stepping], *at_end[stepping + 1:]]
+            last_if.append(Cat(*flags).all())
+        return _pick(step, last_if)
 
     @staticmethod
     def _walk_low(m, job, incoming, side, idle, walk, next_step, first_next):

@@ -93,8 +93,11 @@ def geometry_layout(kind):
         "select": 1,
         "empty": 1,
         # Each count > 1 and each count == 2 (the address generator's first row and its
-        # at-end flags after it need no compare).
+        # at-end flags after it need no compare), and whether the copy's second row is the
+        # last of each loop level (second_row_ends: the at-end flags it loads on taking a
+        # copy, each a register).
         **{f"{count}_{flag}": 1 for flag in COUNT_FLAGS for count in LOOP_COUNTS},
+        **{f"{count}_second_end": 1 for count in LOOP_COUNTS},
         # One past the last byte read / written (valid for a non-empty copy that passed).
         "src_end": op.field(src).width + 1,
         "dst_end": op.field(dst).width + 1,
@@ -126,6 +129,16 @@ def checked_copy_layout(kind):
         "pad8": PAD8_BITS,
         "row_terms": RowTerms,
     })
+
+
+def second_row_ends(many, two):
+    """Per loop level (inner to outer), whether the row after a copy's first is the last
+    of its level, from each count's > 1 and == 2 flags: the level that steps after the
+    first row (the innermost whose count is > 1, else loop2) is at its end if its count is
+    2, every other level if its count is 1. (For a copy of one row, the row after it is
+    past loop2's end.)"""
+    steps = [many[0], ~many[0] & many[1], ~many[0] & ~many[1]]
+    return [Mux(step, two[level], ~many[level]) for level, step in enumerate(steps)]
 
 
 def _reg(m, value, name, init=0):
@@ -275,8 +288,8 @@ class CopyChecker(wiring.Component):
     `error` is the first rule broken (model.rules.check_copy) or NONE, `geom` as
     model.rules.geometry plus es, select, empty (any count or len_burst 0),
     n_burst_many / loop1_count_many / loop2_count_many (that count > 1), the same with
-    _two (that count == 2) and src_end / dst_end (one past the last byte of each side's
-    span); `row_terms` (RowTerms at W, one
+    _two (that count == 2) and _second_end (second_row_ends), and src_end / dst_end (one
+    past the last byte of each side's span); `row_terms` (RowTerms at W, one
     carry chain each from the held request) spares the address generator's per-row sums
     their carry-save level. FIELD_RANGE never occurs: a field that fits its bits is in
     range.
@@ -452,7 +465,8 @@ class CopyChecker(wiring.Component):
     def _count_flags(self, m, held):
         """Stage 2, from the held request: empty, and each count > 1 and == 2.
         Their compares of up to 84 bits take several LUT levels, which here start at the
-        checker's own request register, not at the pipe's register snapshot."""
+        checker's own request register, not at the pipe's register snapshot. Stage 3,
+        from those: whether the second row ends each loop level."""
         fields = held.fields
         counts = {"n_burst": fields.n_burst}
         if has_loops(self.kind):
@@ -465,6 +479,11 @@ class CopyChecker(wiring.Component):
         for name, value in counts.items():
             for flag, test in COUNT_FLAGS.items():
                 flags[f"{name}_{flag}"] = _reg(m, test(value), f"{name}_{flag}")
+        # Stage 3, from the flags (a UB->UB copy's loop counts are 1).
+        each = {flag: [flags.get(f"{name}_{flag}", Const(0, 1)) for name in LOOP_COUNTS]
+                for flag in COUNT_FLAGS}
+        for name, end in zip(LOOP_COUNTS, second_row_ends(each["many"], each["two"])):
+            flags[f"{name}_second_end"] = _reg(m, end, f"{name}_second_end")
         return flags
 
     def _geometry(self, held, derived):
@@ -475,6 +494,8 @@ class CopyChecker(wiring.Component):
                 "es": Const(1, ES_BITS) << derived["log2_es"], "empty": derived["empty"]}
         geom.update({f"{count}_{flag}": derived.get(f"{count}_{flag}", 0)
                      for count in LOOP_COUNTS for flag in COUNT_FLAGS})
+        geom.update({f"{count}_second_end": derived[f"{count}_second_end"]
+                     for count in LOOP_COUNTS})
         if not has_loops(self.kind):
             length = fields.len_burst << LINE_SHIFT
             geom.update(len_burst=length, row_bytes=length, loop1_count=1, loop2_count=1,

@@ -126,12 +126,15 @@ class CommandIntake(wiring.Component):
         with m.Else():
             m.d.comb += [raw.eq(held), raw.word_select(position, WORD_BITS).eq(word)]
 
-        with m.If(self.words.valid & self.words.ready):
+        # A word that ends no command is always taken, so only `first` and the command
+        # number wait on `commands.ready`: the command's other registers are read only
+        # while `first` is low, and its first word sets them all.
+        with m.If(self.words.valid & ~completes):
             with m.If(first):
                 with m.If(size == 0):
                     with m.If(self.bad_opcodes != (1 << BAD_OPCODE_BITS) - 1):
                         m.d.sync += self.bad_opcodes.eq(self.bad_opcodes + 1)
-                with m.Elif(~flag):
+                with m.Else():
                     # Assigning the whole value clears the words of the previous command.
                     m.d.sync += [held.eq(word), held_pipe.eq(word_pipe),
                                  held_kind.eq(routed.kind),
@@ -141,10 +144,10 @@ class CommandIntake(wiring.Component):
             with m.Else():
                 m.d.sync += [held.word_select(position, WORD_BITS).eq(word),
                              pending.eq(pending - 1), position.eq(position + 1),
-                             first.eq(last), last.eq(pending == 2),
+                             last.eq(pending == 2),
                              last_to.eq(Mux(pending == 2, one_hot_pipe(held_pipe), 0))]
         with m.If(out.valid & out.ready):
-            m.d.sync += next_index.eq(next_index + 1)
+            m.d.sync += [first.eq(1), next_index.eq(next_index + 1)]
         return m
 
 

@@ -120,6 +120,24 @@ def pad8(pad_val, es):
     return int.from_bytes(pad_val.to_bytes(8, "little")[:es] * (8 // es), "little")
 
 
+def count_flags(counts):
+    """The checker's flags of a copy's loop counts {n_burst, loop1_count, loop2_count}
+    (geometry fields): each count > 1 and == 2, and whether the row after the first, one
+    step of the C loops' odometer on (loop2 outer), is the last of each level (a count of
+    0, in an empty copy, taken as 1)."""
+    names = list(counts)
+    second = [0] * len(names)
+    stepping = next((level for level, name in enumerate(names) if counts[name] > 1),
+                    len(names) - 1)
+    second[stepping] = 1
+    flags = {}
+    for name, index in zip(names, second):
+        flags.update({f"{name}_many": int(counts[name] > 1),
+                      f"{name}_two": int(counts[name] == 2),
+                      f"{name}_second_end": int(index == max(counts[name], 1) - 1)})
+    return flags
+
+
 def synth_ecp5_module(component, top, directory):
     """The Yosys JSON module of `component` after synth_ecp5, its blocks in their ECP5
     primitive form (what `make fpga` builds)."""

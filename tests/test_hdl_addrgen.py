@@ -7,12 +7,12 @@ from amaranth.back import verilog
 from amaranth.hdl import Shape
 
 from hdl.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
-from hdl.checker import COPY_KINDS, LOOP_COUNTS, geometry_layout, has_loops
+from hdl.checker import COPY_KINDS, LOOP_COUNTS, checked_copy_layout, geometry_layout, has_loops
 from hdl.layouts import FirstSplit
 from hdl.legalizer import first_split, row_terms
 from hdl.ub_reader import ub_words_m1
 from axi_model import mark_new_sids
-from hdl_helpers import (driver_types, register_sources, run_sim, stream_put,
+from hdl_helpers import (count_flags, driver_types, register_sources, run_sim, stream_put,
                          synth_ecp5_module)
 from model.isa import Opcode
 
@@ -110,10 +110,9 @@ def run_copies(kind, copies, stall, rng, abort_at=None):
 
     async def producer(ctx):
         for copy in copies:
-            # The checker's flags of the copy's counts, as the test last set them.
+            # The checker's flags of the copy's counts.
             geom = copy["geom"]
-            flags = {f"{name}_many": int(geom[name] > 1) for name in LOOP_COUNTS}
-            flags.update({f"{name}_two": int(geom[name] == 2) for name in LOOP_COUNTS})
+            flags = count_flags({name: geom[name] for name in LOOP_COUNTS})
             await stream_put(ctx, dut.copy, {**copy, "geom": {**geom, **flags}})
 
     async def consumer(ctx):
@@ -226,3 +225,18 @@ def test_walk_registers_do_not_wait_on_copy_valid(synthesized, register):
     valid = set(synthesized["ports"]["copy__valid"]["bits"])
     assert valid & register_sources(synthesized, "walking")
     assert not valid & register_sources(synthesized, register)
+
+
+# (n_burst's at-end flag is never read: no step leaves the row level as it is.)
+@pytest.mark.parametrize("register", ["ending", "next_step", "loop1_count_at_end",
+                                      "loop2_count_at_end"])
+def test_at_end_flags_take_a_copy_from_the_checkers_registers(synthesized, register):
+    """After synth_ecp5, of the incoming copy the at-end flags, `ending` and the next step
+    read only the checker's second-row flags (`{count}_second_end`, flip-flops there),
+    none of the count flags the second row's ends follow from."""
+    bits = synthesized["ports"]["copy__payload"]["bits"]
+    geom = checked_copy_layout(COPY_KINDS[0])["geom"]
+    second_end = {bits[geom.offset + geom.shape[f"{name}_second_end"].offset]
+                  for name in LOOP_COUNTS}
+    read = set(bits) & register_sources(synthesized, register)
+    assert read and read <= second_end

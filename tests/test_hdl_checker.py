@@ -13,7 +13,7 @@ from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFIL
                        Opcode)
 from model.rules import check_copy, geometry
 from control_cases import random_copy
-from hdl_helpers import pad8, register_sources, run_sim, stream_put, synth_ecp5_module
+from hdl_helpers import count_flags, pad8, register_sources, run_sim, stream_put, synth_ecp5_module
 
 EXPECTED_CODES = {
     Opcode.COPY_GM_TO_UBUF: {ErrorCode.NONE, ErrorCode.TYPE_UNSUPPORTED,
@@ -53,8 +53,7 @@ def expected_result(kind, values, regs, profile):
     geom = {name: getattr(g, name) for name in GEOMETRY_FIELDS}
     geom.update(es=DTYPES[values["dtype"]].size, empty=int(g.empty),
                 select=values.get("data_select_bit", 0))
-    geom.update({f"{name}_many": int(getattr(g, name) > 1) for name in LOOP_COUNTS})
-    geom.update({f"{name}_two": int(getattr(g, name) == 2) for name in LOOP_COUNTS})
+    geom.update(count_flags({name: getattr(g, name) for name in LOOP_COUNTS}))
     if not g.empty:
         geom.update(src_end=g.src_end(), dst_end=g.dst_end())
     return error, geom, passthrough
@@ -217,14 +216,15 @@ def test_checker_converts(kind):
 
 
 def test_count_flags_start_at_the_held_request(tmp_path):
-    """After synth_ecp5, empty and each count > 1 and == 2 (compares of up to 84 bits)
-    are worked out from the checker's held request: no input port (the pipe's register
+    """After synth_ecp5, empty, each count > 1 and == 2 (compares of up to 84 bits) and
+    whether the second row ends each loop level are worked out from the checker's held
+    request: no input port (the pipe's register
     snapshot, across the device) reaches their registers' inputs."""
     module = synth_ecp5_module(CopyChecker(Opcode.COPY_GM_TO_UBUF, "a5"), "checker",
                                tmp_path)
     request = {bit for name, port in module["ports"].items()
                if name.startswith("request__payload") for bit in port["bits"]}
     for name in ("empty", *(f"{count}_{flag}" for count in LOOP_COUNTS
-                            for flag in COUNT_FLAGS)):
+                            for flag in (*COUNT_FLAGS, "second_end"))):
         sources = register_sources(module, name)
         assert sources and not request & sources, name
