@@ -139,9 +139,8 @@ class AddressGenerator(wiring.Component):
         at_one = [Signal(name=f"{name}_left_one") for name in LOOP_COUNTS]
         count_two = [Signal(name=f"{name}_two") for name in LOOP_COUNTS]
         # Per loop level, whether the walked row is its level's last (registers). How the
-        # next row is reached and whether the walked row is the copy's last follow from
-        # them alone, so they are registers loaded with the flags: they enable most of
-        # this block's flip-flops.
+        # next row is reached follows from them alone, so it is a register loaded with the
+        # flags: it enables most of this block's flip-flops.
         at_end = [Signal(name=f"{name}_at_end") for name in LOOP_COUNTS]
         next_step = Signal(Step, name="next_step").as_value()   # compared as a number
         # What the flags become if a row is walked (`walked`, from registers) or a copy
@@ -191,10 +190,11 @@ class AddressGenerator(wiring.Component):
             m.d.comb += copy.d.eq(Mux(moves, _next_step(moved), copy.q))
             step_copies.append(copy.q)
         count_step, flags_step = step_copies
-        # `ending` of the row walked next, from registers apart from `hit`: after the
-        # walked row, unless that one ends the copy (then none is walked next); the second
-        # row, while none is walked. Not a choice on `moves` among the `moved` flags: that
-        # would put the flags' LUT level in front of it.
+        # `ending` of the row walked next, from registers (and `hit`): while a copy is
+        # walked, whether the row after the walked one is the last (if the walked one ends
+        # the copy, none is walked next and the value is not looked at); while none is,
+        # whether the incoming copy's second row is. Not the AND of the `moved` flags,
+        # whose LUTs would stand in front of it.
         walked_last = self._walked_last(job, at_one, at_end, flags_step)
         m.d.sync += ending.eq(Mux(walking, Mux(advance, walked_last, ending) | aborted | hit,
                                   taken[0] & taken[1] & taken[2]))
