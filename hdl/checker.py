@@ -476,12 +476,13 @@ class CopyChecker(wiring.Component):
         for value in counts.values():
             empty |= value == 0
         flags = {"empty": _reg(m, empty, "empty")}
-        for name, value in counts.items():
+        for name in LOOP_COUNTS:
             for flag, test in COUNT_FLAGS.items():
-                flags[f"{name}_{flag}"] = _reg(m, test(value), f"{name}_{flag}")
-        # Stage 3, from the flags (a UB->UB copy's loop counts are 1).
-        each = {flag: [flags.get(f"{name}_{flag}", Const(0, 1)) for name in LOOP_COUNTS]
-                for flag in COUNT_FLAGS}
+                # A UB->UB copy's loop counts are 1: its flags of them are constants.
+                flags[f"{name}_{flag}"] = (_reg(m, test(counts[name]), f"{name}_{flag}")
+                                           if name in counts else Const(test(1), 1))
+        # Stage 3, from the flags.
+        each = {flag: [flags[f"{name}_{flag}"] for name in LOOP_COUNTS] for flag in COUNT_FLAGS}
         for name, end in zip(LOOP_COUNTS, second_row_ends(each["many"], each["two"])):
             flags[f"{name}_second_end"] = _reg(m, end, f"{name}_second_end")
         return flags
@@ -492,10 +493,8 @@ class CopyChecker(wiring.Component):
         src, dst = ADDRESS_FIELDS[self.kind]
         geom = {"src": fields[src], "dst": fields[dst], "n_burst": fields.n_burst,
                 "es": Const(1, ES_BITS) << derived["log2_es"], "empty": derived["empty"]}
-        geom.update({f"{count}_{flag}": derived.get(f"{count}_{flag}", 0)
-                     for count in LOOP_COUNTS for flag in COUNT_FLAGS})
-        geom.update({f"{count}_second_end": derived[f"{count}_second_end"]
-                     for count in LOOP_COUNTS})
+        geom.update({f"{count}_{flag}": derived[f"{count}_{flag}"]
+                     for count in LOOP_COUNTS for flag in (*COUNT_FLAGS, "second_end")})
         if not has_loops(self.kind):
             length = fields.len_burst << LINE_SHIFT
             geom.update(len_burst=length, row_bytes=length, loop1_count=1, loop2_count=1,

@@ -7,7 +7,8 @@ from amaranth.back import verilog
 from amaranth.hdl import Shape
 
 from hdl.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
-from hdl.checker import COPY_KINDS, LOOP_COUNTS, checked_copy_layout, geometry_layout, has_loops
+from hdl.checker import (COPY_KINDS, LOOP_COUNTS, checked_copy_layout, geometry_layout,
+                         has_loops)
 from hdl.layouts import FirstSplit
 from hdl.legalizer import first_split, row_terms
 from hdl.ub_reader import ub_words_m1

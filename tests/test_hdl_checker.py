@@ -13,7 +13,8 @@ from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFIL
                        Opcode)
 from model.rules import check_copy, geometry
 from control_cases import random_copy
-from hdl_helpers import count_flags, pad8, register_sources, run_sim, stream_put, synth_ecp5_module
+from hdl_helpers import (count_flags, pad8, register_sources, run_sim, stream_put,
+                         synth_ecp5_module)
 
 EXPECTED_CODES = {
     Opcode.COPY_GM_TO_UBUF: {ErrorCode.NONE, ErrorCode.TYPE_UNSUPPORTED,
@@ -218,8 +219,8 @@ def test_checker_converts(kind):
 def test_count_flags_start_at_the_held_request(tmp_path):
     """After synth_ecp5, empty, each count > 1 and == 2 (compares of up to 84 bits) and
     whether the second row ends each loop level are worked out from the checker's held
-    request: no input port (the pipe's register
-    snapshot, across the device) reaches their registers' inputs."""
+    request: no input port (the pipe's register snapshot, across the device) reaches
+    their registers' inputs."""
     module = synth_ecp5_module(CopyChecker(Opcode.COPY_GM_TO_UBUF, "a5"), "checker",
                                tmp_path)
     request = {bit for name, port in module["ports"].items()

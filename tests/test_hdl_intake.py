@@ -255,10 +255,9 @@ def synthesized(tmp_path_factory):
 def test_held_command_registers_do_not_wait_on_commands_ready(synthesized, register):
     """After synth_ecp5, a command's held words and where it ends load without
     `commands.ready` (a pipe queue's room, from afar); `first` waits on it."""
-    module = synthesized
-    ready = set(module["ports"]["commands__ready"]["bits"])
-    assert ready & register_sources(module, "first")
-    assert not ready & register_sources(module, register)
+    ready = set(synthesized["ports"]["commands__ready"]["bits"])
+    assert ready & register_sources(synthesized, "first")
+    assert not ready & register_sources(synthesized, register)
 
 
 def test_intake_and_dispatcher_convert():
