@@ -22,7 +22,8 @@ For timing, every wide mux is selected by registers: the queue is a ring read th
 registered pointers, the head row's masks and first-word decisions are registers loaded
 when that row becomes the head, and the output is a two-entry queue whose entries load
 the merged word with no mux in front and which `dst.ready` only steps (see
-buffered_output).
+buffered_output); that queue and the merge's control share no gate, so a route
+between the two starts or ends at a flip-flop, never in the middle of a path.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal
@@ -193,12 +194,18 @@ def _loads_head_row(have_head, nonempty, room, ends_if):
     return ~have_head | (nonempty & room & ends_if)
 
 
+def _emits(nonempty, uses_hi, two, room):
+    """Output k goes: the queue holds its lo word, and its hi word if it uses one, and
+    the output queue has room."""
+    return nonempty & (~uses_hi | two) & room
+
+
 def _loads_entry(full, wr_is):
     """An output queue entry loads: it is empty and the one to be written next."""
     return ~full & wr_is
 
 
-def buffered_output(m, out, word, put, name="out"):
+def buffered_output(m, out, word, put, name="out", room_copy=None):
     """Drives stream `out` from a two-entry queue. `word` is taken on a cycle with `put`
     high, which may only be when the returned `room` is high. `room` and `out.valid` are
     registers, and `out.payload` is an entry picked by a register.
@@ -212,21 +219,30 @@ def buffered_output(m, out, word, put, name="out"):
     `out.valid`, so the consumer's starts at one too. The entries are wide and their bits
     lie wherever the word's bits go: they load in groups of bits, each on a cell of its own
     (kept_lut.load_in_groups) made of the queue's registers, which the placer can put
-    among them."""
+    among them.
+
+    `room_copy`, if given, is driven with a copy of `room` in flip-flops of its own
+    (RegisterCopy), for a producer whose control sits away from the queue, so no path
+    runs from the producer's gates to the queue and back."""
     width = Shape.cast(out.payload.shape()).width
     entries = [Signal(width, name=f"{name}{i}") for i in range(2)]
-    full = Signal(2)
-    wr = Signal()
-    rd = Signal()
-    valid = Signal()
+    full = Signal(2, name=f"{name}_full")
+    wr = Signal(name=f"{name}_wr")
+    rd = Signal(name=f"{name}_rd")
+    valid = Signal(name=f"{name}_valid")
     take = valid & out.ready
     full_next = Signal(2)
     wr_next = Signal()
     rd_next = Signal()
-    room = Signal(init=1)
+    room_next = Signal()
+    room = Signal(init=1, name=f"{name}_room")
     for i in range(2):
         m.d.comb += full_next[i].eq((full[i] & ~(take & (rd == i))) | (put & (wr == i)))
-    m.d.comb += [wr_next.eq(wr ^ put), rd_next.eq(rd ^ take)]
+    m.d.comb += [
+        wr_next.eq(wr ^ put),
+        rd_next.eq(rd ^ take),
+        room_next.eq(~Mux(wr_next, full_next[1], full_next[0])),
+    ]
     for i, entry in enumerate(entries):
         load_in_groups(m, f"{name}{i}", _loads_entry, Cat(full[i], wr if i else ~wr),
                        [(entry, word)])
@@ -234,13 +250,17 @@ def buffered_output(m, out, word, put, name="out"):
         full.eq(full_next),
         wr.eq(wr_next),
         rd.eq(rd_next),
-        room.eq(~Mux(wr_next, full_next[1], full_next[0])),
+        room.eq(room_next),
         valid.eq(Mux(rd_next, full_next[1], full_next[0])),
     ]
     m.d.comb += [
         out.valid.eq(valid),
         out.payload.eq(Mux(rd, entries[1], entries[0])),
     ]
+    if room_copy is not None:
+        # Held inverted, so the copy's reset (clear) is room, as `room`'s is.
+        copy = m.submodules[f"{name}_room_copy"] = RegisterCopy(1)
+        m.d.comb += [copy.d.eq(~room_next), room_copy.eq(~copy.q)]
     return room
 
 
@@ -405,7 +425,7 @@ class Aligner(wiring.Component):
         two = filled[1]
         almost_full = Signal()          # QUEUE_DEPTH - 1 words
         ends_if = Signal()              # last & (~uses_hi | two): output k ends the row
-        room = Signal()
+        room = Signal()                 # the output queue's room, a copy beside the merge
         emit = Signal()
         pops = Signal(2)
         # Whether output k retires an entry if it goes: a register, so whether the queue
@@ -413,7 +433,7 @@ class Aligner(wiring.Component):
         # not on the merge's decision (from `uses_hi`, the fill and `pops_if`).
         retires_if = Signal()
         m.d.comb += [
-            emit.eq(nonempty & (~uses_hi | two) & room),
+            emit.eq(_emits(nonempty, uses_hi, two, room)),
             pops.eq(Mux(emit, pops_if, 0)),
         ]
         filled_next = _thermometer_step(filled, push, pops)
@@ -533,7 +553,16 @@ class Aligner(wiring.Component):
             word.strb.eq((head.head | ~first.replicate(width))
                          & (head.tail | ~last.replicate(width))),
             word.last.eq(last),
-            room.eq(buffered_output(m, self.dst, word, emit)),
+        ]
+        # The output queue sits with its consumer, away from the merge's control. So it
+        # takes `emit` from a cell of its own (a KeptLut) on its own `room`, and the merge
+        # reads a copy of that room: a route between the two starts or ends at a
+        # flip-flop, and no path runs out of one side and back.
+        put = m.submodules.put = KeptLut(4, truth_table(_emits, 4))
+        out_room = Signal()
+        m.d.comb += [
+            put.a.eq(Cat(nonempty, uses_hi, two, out_room)),
+            out_room.eq(buffered_output(m, self.dst, word, put.z, room_copy=room)),
         ]
         return m
 

@@ -177,21 +177,35 @@ def _cell_inputs(cell):
             if not isinstance(bit, str)]
 
 
-def register_sources(module, name):
-    """The nets (bits) that reach the inputs of the flip-flops driving netname `name` of a
-    synthesized `module` through logic alone, each a module input or a flip-flop output:
-    what the register's next value and enable are worked out from in one cycle."""
+def _register_cone(module, name):
+    """(gates, sources) of the flip-flops driving netname `name` of a synthesized
+    `module`: the nets (bits) of the logic their next value and enable are worked out
+    through in one cycle, and the nets that logic starts from, each a module input or a
+    flip-flop output."""
     drivers = _drivers(module)
     pending = _register_inputs(module, name)
-    seen, sources = set(), set()
+    gates, sources = set(), set()
     while pending:
         bit = pending.pop()
-        if bit in seen:
+        if bit in gates or bit in sources:
             continue
-        seen.add(bit)
         cell = drivers.get(bit)
         if cell is None or cell["type"] == "TRELLIS_FF":
             sources.add(bit)
         else:
+            gates.add(bit)
             pending += _cell_inputs(cell)
-    return sources
+    return gates, sources
+
+
+def register_sources(module, name):
+    """The nets (bits) that reach the inputs of the flip-flops driving netname `name` of a
+    synthesized `module` through logic alone, each a module input or a flip-flop output:
+    what the register's next value and enable are worked out from in one cycle."""
+    return _register_cone(module, name)[1]
+
+
+def register_gates(module, name):
+    """The outputs (bits) of the gates between the flip-flops driving netname `name` of a
+    synthesized `module` and the registers and inputs they are worked out from."""
+    return _register_cone(module, name)[0]

@@ -12,7 +12,8 @@ import pytest
 from amaranth.back import verilog
 
 from hdl.aligner import Aligner, rotate_stages
-from hdl_helpers import idle, run_sim, stream_put
+from hdl_helpers import (idle, register_gates, register_sources, run_sim, stream_put,
+                         synth_ecp5_module)
 
 
 def words_of(offset, length, width):
@@ -186,3 +187,22 @@ def test_converts_to_verilog(width):
     dut = Aligner(width)
     text = verilog.convert(dut, name="aligner")
     assert "module aligner" in text
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory):
+    """An aligner (W = 16) after synth_ecp5 (Yosys JSON module)."""
+    return synth_ecp5_module(Aligner(16), "aligner", tmp_path_factory.mktemp("aligner"))
+
+
+@pytest.mark.parametrize("merge", ["live", "rd", "filled"])
+def test_output_queue_and_merge_share_no_gate(synthesized, merge):
+    """After synth_ecp5, the merge's control (which ring entries stay, the read pointer,
+    the fill) and the output queue's are worked out through no common gate, and the merge
+    reads its own copy of the queue's room: no path runs out of one and back."""
+    merge_gates = register_gates(synthesized, merge)
+    for queue in ("out_full", "out_wr", "out_room", "out_valid"):
+        assert register_gates(synthesized, queue)
+        assert not merge_gates & register_gates(synthesized, queue)
+    out_room = set(synthesized["netnames"]["out_room"]["bits"])
+    assert not out_room & register_sources(synthesized, merge)
