@@ -8,10 +8,11 @@ and offset comes from the isa table; `op_layout` checks that the struct places e
 at the isa offset.
 """
 
-from amaranth.hdl import Mux, Signal, unsigned
+from amaranth.hdl import Cat, Mux, Signal, unsigned
 from amaranth.lib import data, enum
 
-from model.isa import COPY_OPCODES, MAX_COMMAND_WORDS, OP_BY_OPCODE, OPS, WORD_BITS, Opcode, Pipe
+from model.isa import (COPY_OPCODES, MAX_COMMAND_WORDS, OP_BY_OPCODE, OPS, REGISTER_WRITES,
+                       WORD_BITS, Opcode, Pipe)
 
 from .layouts import CMD_INDEX_BITS
 
@@ -62,11 +63,24 @@ def command_kind(m, cmd):
     return kind
 
 
+# The register-write ops (isa.REGISTER_WRITES), in table order: a PipeCommand's `writes`
+# has one bit per op.
+REGISTER_WRITE_OPCODES = tuple(REGISTER_WRITES)
+
+
+def register_write_bits(opcode):
+    """One bit per REGISTER_WRITE_OPCODES: the Value `opcode` is that op."""
+    return Cat(opcode == op for op in REGISTER_WRITE_OPCODES)
+
+
 class PipeCommand(data.Struct):
-    """A command as its pipe receives it: the entry and its kind, decoded before it is
-    queued, so the pipe's `ready` is a choice by a register and not an opcode decode."""
+    """A command as its pipe receives it: the entry, its kind and which register-write op
+    it is (`writes`, one bit per REGISTER_WRITE_OPCODES), decoded before it is queued, so
+    the pipe's `ready` is a choice by a register and its register file's enables are one
+    gate from registers, not an opcode decode."""
     entry: CommandEntry
     kind: CommandKind
+    writes: len(REGISTER_WRITE_OPCODES)
 
 
 def op_fields(cmd, opcode):

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from model.isa import MAX_COMMAND_WORDS, OPCODE_BITS, OPS, WORD_BITS, Opcode, Pipe
 
 from .commands import (COMMAND_BITS, Command, CommandEntry, CommandKind, PipeCommand,
-                       command_kind, op_fields)
+                       command_kind, op_fields, register_write_bits)
 from .layouts import CMD_INDEX_BITS
 from .queue import BypassQueue
 
@@ -212,16 +212,20 @@ class Dispatcher(wiring.Component):
         m = Module()
         entry, pipe = self.commands.payload.entry, self.commands.payload.pipe
         queued = Signal(PipeCommand)
-        m.d.comb += [queued.entry.eq(entry), queued.kind.eq(self.commands.payload.kind)]
+        m.d.comb += [queued.entry.eq(entry), queued.kind.eq(self.commands.payload.kind),
+                     queued.writes.eq(register_write_bits(entry.cmd.opcode))]
         # A dropped flag is consumed at once; a routed command waits for its pipe's FIFO.
         m.d.comb += self.commands.ready.eq(pipe == Pipe.EXTERNAL)
-        kind = PipeCommand.as_shape()["kind"]
-        kind_bounds = (kind.offset, kind.offset + Shape.cast(kind.shape).width)
+        decoded = [PipeCommand.as_shape()[name] for name in ("kind", "writes")]
+        decoded_bounds = [bound for field in decoded
+                          for bound in (field.offset,
+                                        field.offset + Shape.cast(field.shape).width)]
         for i, p in enumerate(ENGINE_PIPES):
-            # The kind, which the pipe's `ready` reads, loads on a cell of its own.
+            # The kind, which the pipe's `ready` reads, and the register-write bits, which
+            # its register file's enables read, load on cells of their own.
             fifo = m.submodules[f"fifo_{p.name.lower()}"] = BypassQueue(
                 width=PipeCommand.as_shape().size, depth=self.depth,
-                split_at=kind_bounds)
+                split_at=decoded_bounds)
             out = getattr(self, p.name.lower())
             enters = self.commands.payload.enters[i]
             m.d.comb += [

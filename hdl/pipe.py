@@ -214,7 +214,10 @@ class PipeController(wiring.Component):
         if self.pipe not in PIPE_REGISTERS:
             return None
         regfile = m.submodules.regfile = PipeRegisters(self.pipe)
-        m.d.comb += regfile.command.eq(entry.cmd)
+        # A register write is IMMEDIATE, taken on any cycle it is valid; its decoded
+        # `writes` bit alone tells the register file which registers load.
+        m.d.comb += [regfile.command.eq(entry.cmd), regfile.write.eq(self.cmd.valid),
+                     regfile.writes.eq(self.cmd.payload.writes)]
         return regfile
 
     def _fetch(self, m, cmd, regfile, idle, checker, finished):
@@ -254,10 +257,8 @@ class PipeController(wiring.Component):
                     finished.eq(valid & self.flag_wait.granted),
                 ]
             with m.Case(CommandKind.IMMEDIATE):
-                # Register writes (MTE2, MTE3; the register file ignores any other
-                # command) and set_flags for EXTERNAL, which do nothing.
-                if regfile is not None:
-                    m.d.comb += regfile.write.eq(valid)
+                # Register writes (which `_registers` sends to the register file) and
+                # set_flags for EXTERNAL, which do nothing.
                 m.d.comb += finished.eq(valid)
 
     def _hazard(self, m, checker, drained, start):

@@ -1,12 +1,13 @@
 """Per-pipe configuration registers (loop sizes, loop strides, pad value)."""
 
-from amaranth.hdl import Module, unsigned
+from amaranth.hdl import Cat, Module, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import OP_BY_OPCODE, PIPE_REGISTERS, REGISTER_WRITES
 
-from .commands import Command, op_fields
+from .commands import REGISTER_WRITE_OPCODES, Command, op_fields
+from .kept_lut import load_in_groups
 
 
 def registers_layout(pipe):
@@ -40,17 +41,28 @@ def register_writes(pipe):
             for opcode, (target, prefix) in REGISTER_WRITES.items() if target == pipe]
 
 
+def _loads(write, this):
+    """A register loads: a command is taken (`write`) and is the op that writes it."""
+    return write & this
+
+
 class PipeRegisters(wiring.Component):
     """The sticky configuration registers of one pipe (MTE2 or MTE3).
 
     On a cycle with `write`, a `command` that is one of the pipe's register-write ops
-    (isa.REGISTER_WRITES) stores its fields into the registers it names; any other command
-    is ignored. `snapshot` is the registers themselves: a write is visible the next cycle.
-    Reset gives the isa reset values (loop counts 1, strides and pad value 0).
+    (isa.REGISTER_WRITES), as its `writes` bit says (one bit per
+    commands.REGISTER_WRITE_OPCODES, decoded before the command is queued), stores its
+    fields into the registers it names; any other command is ignored. `snapshot` is the
+    registers themselves: a write is visible the next cycle. Reset gives the isa reset
+    values (loop counts 1, strides and pad value 0).
 
     `counts_less_one` holds each loop count less one, worked out as the count is written:
     the copy checker multiplies it, and from a register its path into the multipliers is
     only routing.
+
+    Each register takes its enable from a cell of its own (kept_lut.load_in_groups) of
+    `write` and its op's `writes` bit, both registers at the head of the pipe's command
+    queue: one gate, which the placer can put beside the register's bits.
     """
 
     def __init__(self, pipe):
@@ -58,6 +70,7 @@ class PipeRegisters(wiring.Component):
         super().__init__({
             "command": In(Command),
             "write": In(1),
+            "writes": In(len(REGISTER_WRITE_OPCODES)),
             "snapshot": Out(registers_layout(pipe), init=registers_reset(pipe)),
             "counts_less_one": Out(counts_less_one_layout(pipe),
                                    init=counts_less_one(pipe, registers_reset(pipe))),
@@ -65,14 +78,13 @@ class PipeRegisters(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        with m.If(self.write):
-            with m.Switch(self.command.opcode):
-                for op, prefix in register_writes(self.pipe):
-                    with m.Case(op.opcode):
-                        fields = op_fields(self.command, op.opcode)
-                        m.d.sync += [self.snapshot[prefix + f.name].eq(fields[f.name])
-                                     for f in op.fields]
-                        m.d.sync += [self.counts_less_one[prefix + f.name].eq(
-                                         fields[f.name] - 1)
-                                     for f in op.fields if prefix + f.name in COUNT_REGISTERS]
+        for op, prefix in register_writes(self.pipe):
+            this = self.writes[REGISTER_WRITE_OPCODES.index(op.opcode)]
+            fields = op_fields(self.command, op.opcode)
+            for f in op.fields:
+                name = prefix + f.name
+                pairs = [(self.snapshot[name], fields[f.name])]
+                if name in COUNT_REGISTERS:
+                    pairs.append((self.counts_less_one[name], fields[f.name] - 1))
+                load_in_groups(m, name, _loads, Cat(self.write, this), pairs)
         return m

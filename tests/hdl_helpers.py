@@ -9,7 +9,7 @@ import json
 
 from amaranth.sim import Simulator
 
-from hdl.commands import CommandKind
+from hdl.commands import REGISTER_WRITE_OPCODES, CommandKind
 from hdl.ecp5 import Ecp5Target
 from hdl.fpga_build import write_verilog, yosys
 from hdl.intake import ENGINE_PIPES
@@ -99,6 +99,13 @@ def command_kind_of(op, values):
     if op.opcode == Opcode.SET_FLAG and values["dst_pipe"] != Pipe.EXTERNAL:
         return CommandKind.SET_FLAG
     return CommandKind.IMMEDIATE
+
+
+def register_write_bits_of(op):
+    """A PipeCommand's `writes` for `op`: its bit of REGISTER_WRITE_OPCODES, if it is a
+    register write."""
+    return sum(1 << i for i, opcode in enumerate(REGISTER_WRITE_OPCODES)
+               if opcode == op.opcode)
 
 
 def first_word_route(word):

@@ -9,8 +9,8 @@ from amaranth.lib import wiring
 
 from hdl.commands import command_bits
 from hdl.intake import ENGINE_PIPES, CommandIntake, Dispatcher
-from hdl_helpers import (command_kind_of, first_word_route, register_sources, run_sim,
-                         stream_put, synth_ecp5_module)
+from hdl_helpers import (command_kind_of, first_word_route, register_sources,
+                         register_write_bits_of, run_sim, stream_put, synth_ecp5_module)
 from model.isa import OPCODE_BITS, OP_BY_OPCODE, OPS, Opcode, Pipe, encode, op_pipe
 
 
@@ -118,6 +118,7 @@ def check_routes(routes, got):
         assert len(got[pipe]) == len(routes[pipe])
         for (index, op, values, words), queued in zip(routes[pipe], got[pipe]):
             assert queued.kind == command_kind_of(op, values), (op.mnemonic, values)
+            assert queued.writes == register_write_bits_of(op), op.mnemonic
             entry = queued.entry
             assert entry.index == index
             assert entry.cmd.opcode == op.opcode

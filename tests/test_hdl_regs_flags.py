@@ -9,7 +9,7 @@ from hdl.commands import command_bits
 from hdl.flags import EventFlags
 from hdl.intake import ENGINE_PIPES
 from hdl.regfile import COUNT_REGISTERS, PipeRegisters, counts_less_one
-from hdl_helpers import run_sim
+from hdl_helpers import register_write_bits_of, run_sim, synth_ecp5_module
 from model.isa import (EVENT_ID_BITS, FLAG_DEPTH, OPS, PIPE_REGISTERS, REGISTER_WRITES, Pipe,
                        apply_register_write, encode, reset_registers)
 
@@ -35,6 +35,7 @@ def test_registers_reset_and_writes(pipe):
             values = {f.name: rng.choice((0, f.max, rng.randrange(f.max + 1))) for f in op.fields}
             write = rng.random() < 0.8
             ctx.set(dut.command.raw, command_bits(encode(op, values)))
+            ctx.set(dut.writes, register_write_bits_of(op))
             ctx.set(dut.write, write)
             await ctx.tick()
             if write and REGISTER_WRITES.get(op.opcode, (None,))[0] == pipe:
@@ -175,3 +176,22 @@ def test_flags_hold_a_set_on_a_full_counter():
 
 def test_flags_convert():
     assert "module" in verilog.convert(EventFlags())
+
+
+@pytest.mark.parametrize("pipe", list(PIPE_REGISTERS))
+def test_register_enables_are_one_gate_from_write_and_its_op_bit(tmp_path, pipe):
+    """After synth_ecp5, every register flip-flop's enable is a LUT4 of `write` and the
+    `writes` bit of the one op that writes it, so no opcode decode lies in front of it."""
+    module = synth_ecp5_module(PipeRegisters(pipe), "regfile", tmp_path)
+    ports = module["ports"]
+    write, writes = ports["write"]["bits"], ports["writes"]["bits"]
+    luts = {cell["connections"]["Z"][0]: cell for cell in module["cells"].values()
+            if cell["type"] == "LUT4"}
+    ffs = [cell for cell in module["cells"].values() if cell["type"] == "TRELLIS_FF"]
+    assert ffs
+    for ff in ffs:
+        lut = luts[ff["connections"]["CE"][0]]
+        inputs = {bit for pin in "ABCD" for bit in lut["connections"][pin]
+                  if not isinstance(bit, str)}
+        assert write[0] in inputs
+        assert len(inputs - set(write)) == 1 and inputs - set(write) <= set(writes)
