@@ -136,7 +136,7 @@ class PipeController(wiring.Component):
             m.d.comb += [checker.request.payload.regs.eq(regfile.snapshot),
                          checker.request.payload.counts_less_one.eq(regfile.counts_less_one)]
         m.d.comb += checker.request.payload.index.eq(entry.index)
-        self._fetch(m, entry.cmd, regfile, idle, checker, finished)
+        self._fetch(m, entry.cmd, idle, checker, finished)
         copy_end, rule_error = self._start_copies(m, checker, addrgen, start, drained, room)
 
         pending = self._status(m, in_flight, landed, finished, copy_end, rule_error,
@@ -220,7 +220,7 @@ class PipeController(wiring.Component):
                      regfile.writes.eq(self.cmd.payload.writes)]
         return regfile
 
-    def _fetch(self, m, cmd, regfile, idle, checker, finished):
+    def _fetch(self, m, cmd, idle, checker, finished):
         """Execute the command at the head of `cmd`, or hand a copy to the checker. The
         command's kind comes decoded, so `cmd.ready` is a choice among registers."""
         valid = self.cmd.valid
