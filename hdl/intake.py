@@ -8,6 +8,7 @@ from model.isa import MAX_COMMAND_WORDS, OPCODE_BITS, OPS, WORD_BITS, Opcode, Pi
 
 from .commands import (COMMAND_BITS, Command, CommandEntry, CommandKind, PipeCommand,
                        command_kind, op_fields, register_write_bits)
+from .kept_lut import KeptLut, truth_table
 from .layouts import CMD_INDEX_BITS
 from .queue import BypassQueue
 
@@ -147,8 +148,21 @@ class CommandIntake(wiring.Component):
                              last.eq(pending == 2),
                              last_to.eq(Mux(pending == 2, one_hot_pipe(held_pipe), 0))]
         with m.If(out.valid & out.ready):
-            m.d.sync += [first.eq(1), next_index.eq(next_index + 1)]
+            m.d.sync += next_index.eq(next_index + 1)
+        # `first` is set by a gate of its own: the command number's enable reaches the
+        # dispatcher's queues, and a gate shared with it is placed out there.
+        taken = m.submodules.first_taken = KeptLut(5, truth_table(_takes, 5))
+        m.d.comb += taken.a.eq(Cat(self.words.valid, out.ready, first, flag, last))
+        with m.If(taken.z):
+            m.d.sync += first.eq(1)
         return m
+
+
+def _takes(valid, ready, first, flag, last):
+    """Whether the intake's command is taken: a word is offered that completes the
+    command (a flag if it is a first word, else the command's last word), and the
+    command is accepted."""
+    return valid & ready & ((first & flag) | (~first & last))
 
 
 def word_count(m, word):

@@ -169,11 +169,16 @@ def _drivers(module):
     return drivers
 
 
+def register_cells(module, name):
+    """The flip-flops of a synthesized `module` driving netname `name`."""
+    targets = set(module["netnames"][name]["bits"])
+    return [cell for cell in module["cells"].values()
+            if cell["type"] == "TRELLIS_FF" and set(cell["connections"]["Q"]) & targets]
+
+
 def _register_inputs(module, name):
     """The nets into the flip-flops driving netname `name` (data, enable, reset)."""
-    targets = set(module["netnames"][name]["bits"])
-    return [bit for cell in module["cells"].values()
-            if cell["type"] == "TRELLIS_FF" and set(cell["connections"]["Q"]) & targets
+    return [bit for cell in register_cells(module, name)
             for port in ("DI", "CE", "LSR") for bit in cell["connections"].get(port, ())
             if not isinstance(bit, str)]        # a string is a constant
 
@@ -182,6 +187,34 @@ def _cell_inputs(cell):
     return [bit for port, direction in cell["port_directions"].items()
             if direction == "input" for bit in cell["connections"][port]
             if not isinstance(bit, str)]
+
+
+def cell_outputs(cell):
+    return {bit for port, direction in cell["port_directions"].items()
+            if direction == "output" for bit in cell["connections"][port]}
+
+
+def net_loads(module):
+    """{net bit: the cells it is an input of} of a synthesized `module`."""
+    loads = {}
+    for cell in module["cells"].values():
+        for bit in _cell_inputs(cell):
+            loads.setdefault(bit, []).append(cell)
+    return loads
+
+
+def gates_reached(module, bits):
+    """The outputs (bits) of the gates of a synthesized `module` that the nets `bits`
+    reach through logic alone, in one cycle."""
+    loads = net_loads(module)
+    pending, reached = list(bits), set()
+    while pending:
+        for cell in loads.get(pending.pop(), ()):
+            if cell["type"] != "TRELLIS_FF":
+                new = cell_outputs(cell) - reached
+                reached |= new
+                pending += new
+    return reached
 
 
 def _register_cone(module, name):

@@ -9,7 +9,8 @@ from amaranth.lib import wiring
 
 from hdl.commands import command_bits
 from hdl.intake import ENGINE_PIPES, CommandIntake, Dispatcher
-from hdl_helpers import (command_kind_of, first_word_route, register_sources,
+from hdl_helpers import (cell_outputs, command_kind_of, first_word_route, gates_reached,
+                         net_loads, register_cells, register_gates, register_sources,
                          register_write_bits_of, run_sim, stream_put, synth_ecp5_module)
 from model.isa import OPCODE_BITS, OP_BY_OPCODE, OPS, Opcode, Pipe, encode, op_pipe
 
@@ -259,6 +260,21 @@ def test_held_command_registers_do_not_wait_on_commands_ready(synthesized, regis
     ready = set(synthesized["ports"]["commands__ready"]["bits"])
     assert ready & register_sources(synthesized, "first")
     assert not ready & register_sources(synthesized, register)
+
+
+def test_first_is_set_through_gates_of_its_own(synthesized):
+    """After synth_ecp5, the gates from `commands.ready` to `first` feed nothing but one
+    another and `first`. The command number, which waits on `commands.ready` too, loads
+    through gates of its own: a gate it shared with `first` would be placed out by the
+    dispatcher's queues, where the command number goes."""
+    ready = set(synthesized["ports"]["commands__ready"]["bits"])
+    path = gates_reached(synthesized, ready) & register_gates(synthesized, "first")
+    assert path
+    first = register_cells(synthesized, "first")
+    loads = net_loads(synthesized)
+    for bit in path:
+        for cell in loads[bit]:
+            assert cell in first or cell_outputs(cell) <= path
 
 
 def test_intake_and_dispatcher_convert():
