@@ -84,8 +84,8 @@ class EventFlags(wiring.Component):
 
     `set_<src>` with (dst, event) is counted when counter (src, dst, event) has room, and
     adds one to it; `wait_<dst>` with (src, event) is granted when counter (src, dst, event)
-    is non-zero, and takes one off it. A set and a grant of one counter in one cycle cancel
-    out. Each counter holds up to `depth` outstanding sets: a set on a full counter waits,
+    is non-zero, and takes one off it. A set counted and a grant taken off one counter on
+    one edge cancel out. Each counter holds up to `depth` outstanding sets: a set on a full counter waits,
     holding its pipe, until a wait takes one off, so no set is lost however far a pipe
     runs ahead of the pipe that waits on it.
 
@@ -97,10 +97,14 @@ class EventFlags(wiring.Component):
     which `counted` keeps from being counted again, and the pipe offers no set that cycle,
     so no two sets are taken for one. So a pipe's set_flag takes four cycles, and a wait
     on a counter that is zero is granted at the earliest four cycles after its set was
-    offered. A wait is decided on a cycle it is valid and its counter is non-zero (the
-    flag is consumed on that edge), and `granted` is a register, high the next cycle,
-    during which the same waiter is not decided again: a pipe's successive waits at most
-    every other cycle. The ports' `counted` and `granted` are `RegisterCopy`s of the
+    offered. A wait is decided on a cycle it is valid and its counter is non-zero, and
+    `granted` is a register, high the next cycle, during which the same waiter is not
+    decided again: a pipe's successive waits at most every other cycle. The counter
+    takes the flag off on the edge after that cycle, from `granted` and the wait's
+    registered (pipe, event), so its update starts at registers here and not at the
+    pipe's command queue. Only that waiter takes off that counter, and it is not decided
+    before then, so no wait sees a flag already granted; a set held on a full counter
+    sees the place freed in its room lookup the cycle after the edge. The ports' `counted` and `granted` are `RegisterCopy`s of the
     registers this block decides with, so they sit by the pipe's command handshake,
     which they feed, and not by the counters.
 
@@ -126,15 +130,14 @@ class EventFlags(wiring.Component):
         waiters = {dst: getattr(self, _port_name("wait", dst)) for dst in ENGINE_PIPES}
         counting = {src: self._count_set(m, setter, src, counters)
                     for src, setter in setters.items()}
-        granting = {dst: self._grant_wait(m, waiter, dst, counters)
+        consumed = {dst: self._grant_wait(m, waiter, dst, counters)
                     for dst, waiter in waiters.items()}
         for (src, dst, event), counter in counters.items():
-            setter, waiter = setters[src], waiters[dst]
+            setter, (granted, pipe, event_id) = setters[src], consumed[dst]
             counter.update(
                 m,
                 inc=counting[src] & (setter.pipe == dst) & (setter.event == event),
-                dec=(granting[dst] & (waiter.pipe == src) & (waiter.event == event)
-                     & counter.nonzero))
+                dec=granted & (pipe == src) & (event_id == event))
         return m
 
     def _count_set(self, m, setter, src, counters):
@@ -158,15 +161,22 @@ class EventFlags(wiring.Component):
         return counting
 
     def _grant_wait(self, m, waiter, dst, counters):
-        """Whether `dst`'s wait is decided this cycle (and consumes its flag if the
-        counter is non-zero): it is valid and was not granted the cycle before."""
+        """`dst`'s wait is decided on a cycle it is valid and was not granted the cycle
+        before, and granted if its counter is non-zero. Returns the registers its counter
+        takes one off with, a cycle after the decision: whether a wait was granted, and
+        its (src pipe, event). So the counters' update starts at registers by the flags,
+        not at the pipe's command queue."""
+        name = dst.name.lower()
         granted, granted_copy = self._answer(m, "wait", dst, "granted")
         decide = waiter.valid & ~granted
         hit = self._lookup(m, waiter, "wait", dst,
                            lambda src, event: counters[src, dst, event].nonzero)
         m.d.sync += granted.eq(decide & hit)
         m.d.comb += granted_copy.eq(decide & hit)
-        return decide
+        pipe = Signal(Pipe, name=f"granted_{name}_pipe")
+        event = Signal(EVENT_ID_BITS, name=f"granted_{name}_event")
+        m.d.sync += [pipe.eq(waiter.pipe), event.eq(waiter.event)]
+        return granted, pipe, event
 
     def _lookup(self, m, request, kind, pipe, ready):
         """`ready(other pipe, event)` of the counter `request` names. Whether each counter

@@ -9,7 +9,7 @@ from hdl.commands import command_bits
 from hdl.flags import EventFlags
 from hdl.intake import ENGINE_PIPES
 from hdl.regfile import COUNT_REGISTERS, PipeRegisters, counts_less_one
-from hdl_helpers import register_write_bits_of, run_sim, synth_ecp5_module
+from hdl_helpers import register_sources, register_write_bits_of, run_sim, synth_ecp5_module
 from model.isa import (EVENT_ID_BITS, FLAG_DEPTH, OPS, PIPE_REGISTERS, REGISTER_WRITES, Pipe,
                        apply_register_write, encode, reset_registers)
 
@@ -61,8 +61,9 @@ def test_flags_match_counter_model(depth):
     after it is offered, where its counter's room (EXTERNAL: always room) is looked up,
     and counted on the next edge it is still held if that room was there, showing
     `counted` the cycle after, during which it is not counted again. A wait decided on a
-    cycle (its counter non-zero, or EXTERNAL) is consumed on that edge and shows `granted`
-    on the next cycle, during which it is not decided again; the waiter drops it after. A
+    cycle (its counter non-zero, or EXTERNAL) shows `granted` on the next cycle, during
+    which it is not decided again, and is taken off its counter on the edge after that;
+    the waiter drops it after. A
     wait not granted within 12 cycles is withdrawn (the block keeps nothing of a wait it
     has not decided), so waits on empty counters do not block the sets that fill them."""
     rng = random.Random(depth)
@@ -120,9 +121,9 @@ def test_flags_match_counter_model(depth):
                 dst, event = held[src]
                 if counting and dst != Pipe.EXTERNAL:
                     counts[src, dst, event] = counts.get((src, dst, event), 0) + 1
-            for dst, hit in waits.items():
-                src, event = waiting[dst]
-                if hit and src != Pipe.EXTERNAL:
+            for dst in ENGINE_PIPES:
+                src, event = waiting.get(dst, (Pipe.EXTERNAL, 0))
+                if granted[dst] and src != Pipe.EXTERNAL:
                     counts[src, dst, event] -= 1
             for pipe in ENGINE_PIPES:
                 if counted[pipe]:
@@ -167,15 +168,37 @@ def test_flags_hold_a_set_on_a_full_counter():
     counted_at = [cycle for cycle, (c, _) in enumerate(trace) if c]
     granted_at = [cycle for cycle, (_, g) in enumerate(trace) if g]
     # Four cycles a set while the counter has room. The first wait, offered at cycle 14,
-    # is decided then and frees a place on that edge; the held fourth set sees it in its
-    # room lookup at 15, is counted at 16 and shows `counted` at 17. The waits are
-    # granted every other cycle, four of five.
-    assert counted_at == [3, 7, 11, 17]
+    # is decided then, shows `granted` at 15 and frees a place on that edge; the held
+    # fourth set sees it in its room lookup at 16, is counted at 17 and shows `counted`
+    # at 18. The waits are granted every other cycle, four of five.
+    assert counted_at == [3, 7, 11, 18]
     assert granted_at == [15, 17, 19, 21]
 
 
 def test_flags_convert():
     assert "module" in verilog.convert(EventFlags())
+
+
+@pytest.fixture(scope="module")
+def synthesized_flags(tmp_path_factory):
+    """The event flags after synth_ecp5 (Yosys JSON module)."""
+    return synth_ecp5_module(EventFlags(), "flags", tmp_path_factory.mktemp("flags"))
+
+
+@pytest.mark.parametrize("register", ["", "_nonzero", "_room"])
+def test_counters_update_from_registers_of_their_own(synthesized_flags, register):
+    """After synth_ecp5, no counter's next value reads a wait port: a grant is taken off
+    from the flags' own registers, so the counters' update does not start at the pipes'
+    command queues, where the wait ports come from."""
+    ports = synthesized_flags["ports"]
+    waits = {bit for pipe in ENGINE_PIPES for field in ("valid", "pipe", "event")
+             for bit in ports[f"wait_{pipe.name.lower()}__{field}"]["bits"]}
+    for src in ENGINE_PIPES:
+        for dst in ENGINE_PIPES:
+            for event in (0, (1 << EVENT_ID_BITS) - 1):
+                counter = f"flag_{src.name}_{dst.name}_{event}{register}"
+                sources = register_sources(synthesized_flags, counter)
+                assert sources and not sources & waits
 
 
 @pytest.mark.parametrize("pipe", list(PIPE_REGISTERS))
