@@ -85,9 +85,9 @@ class EventFlags(wiring.Component):
     `set_<src>` with (dst, event) is counted when counter (src, dst, event) has room, and
     adds one to it; `wait_<dst>` with (src, event) is granted when counter (src, dst, event)
     is non-zero, and takes one off it. A set counted and a grant taken off one counter on
-    one edge cancel out. Each counter holds up to `depth` outstanding sets: a set on a full counter waits,
-    holding its pipe, until a wait takes one off, so no set is lost however far a pipe
-    runs ahead of the pipe that waits on it.
+    one edge cancel out. Each counter holds up to `depth` outstanding sets: a set on a
+    full counter waits, holding its pipe, until a wait takes one off, so no set is lost
+    however far a pipe runs ahead of the pipe that waits on it.
 
     Timing: the counters' lookups never start at the pipes' command decoding, and
     counting a set is one gate from registers. A set is taken into a register, the room
@@ -104,9 +104,10 @@ class EventFlags(wiring.Component):
     registered (pipe, event), so its update starts at registers here and not at the
     pipe's command queue. Only that waiter takes off that counter, and it is not decided
     before then, so no wait sees a flag already granted; a set held on a full counter
-    sees the place freed in its room lookup the cycle after the edge. The ports' `counted` and `granted` are `RegisterCopy`s of the
-    registers this block decides with, so they sit by the pipe's command handshake,
-    which they feed, and not by the counters.
+    sees the place freed in its room lookup the cycle after the edge. The ports'
+    `counted` and `granted` are `RegisterCopy`s of the registers this block decides
+    with, so they sit by the pipe's command handshake, which they feed, and not by the
+    counters.
 
     A flag whose other side is Pipe.EXTERNAL (a pipe this engine does not have) does
     nothing: such a set changes no counter and such a wait is granted at once (the next
