@@ -163,9 +163,7 @@ def _drivers(module):
     """{net bit: the cell whose output it is} of a synthesized `module`."""
     drivers = {}
     for cell in module["cells"].values():
-        for port, direction in cell.get("port_directions", {}).items():
-            if direction == "output":
-                drivers.update(dict.fromkeys(cell["connections"][port], cell))
+        drivers.update(dict.fromkeys(cell_outputs(cell), cell))
     return drivers
 
 
@@ -190,7 +188,7 @@ def _cell_inputs(cell):
 
 
 def cell_outputs(cell):
-    return {bit for port, direction in cell["port_directions"].items()
+    return {bit for port, direction in cell.get("port_directions", {}).items()
             if direction == "output" for bit in cell["connections"][port]}
 
 

@@ -63,9 +63,9 @@ def test_flags_match_counter_model(depth):
     `counted` the cycle after, during which it is not counted again. A wait decided on a
     cycle (its counter non-zero, or EXTERNAL) shows `granted` on the next cycle, during
     which it is not decided again, and is taken off its counter on the edge after that;
-    the waiter drops it after. A
-    wait not granted within 12 cycles is withdrawn (the block keeps nothing of a wait it
-    has not decided), so waits on empty counters do not block the sets that fill them."""
+    the waiter drops it after. A wait not granted within 12 cycles is withdrawn (the
+    block keeps nothing of a wait it has not decided), so waits on empty counters do not
+    block the sets that fill them."""
     rng = random.Random(depth)
     dut = EventFlags(depth=depth)
     events = (0, 1, (1 << EVENT_ID_BITS) - 1)
@@ -122,8 +122,8 @@ def test_flags_match_counter_model(depth):
                 if counting and dst != Pipe.EXTERNAL:
                     counts[src, dst, event] = counts.get((src, dst, event), 0) + 1
             for dst in ENGINE_PIPES:
-                src, event = waiting.get(dst, (Pipe.EXTERNAL, 0))
-                if granted[dst] and src != Pipe.EXTERNAL:
+                if granted[dst] and waiting[dst][0] != Pipe.EXTERNAL:
+                    src, event = waiting[dst]
                     counts[src, dst, event] -= 1
             for pipe in ENGINE_PIPES:
                 if counted[pipe]:
