@@ -306,8 +306,8 @@ class CopyChecker(wiring.Component):
     register, and the next request is accepted on that cycle. The result is valid
     `LATENCY[kind]` cycles after the request was accepted (5 for MTE2/MTE3, 4 for
     UB->UB) and stays until taken; a copy whose result register is still full waits at its
-    last stage. `request.ready` is a register and the load a register compare, neither
-    waiting on `result.ready` in its cycle, so one copy per `latency` - 1 cycles while
+    last stage. `request.ready` and the load are registers, neither waiting on
+    `result.ready` in its cycle, so one copy per `latency` - 1 cycles while
     results are taken on arrival: faster than any copy's command words reach a pipe. The
     result register also means the consumer reads every field from a flip-flop, not through
     the geometry's shifts and muxes.
@@ -397,13 +397,11 @@ class CopyChecker(wiring.Component):
         """A copy is evaluated from its accept until stage `latency` - 1, where it waits
         until the result register is free and is loaded into it (`result` is valid
         `latency` cycles after the accept at the earliest, until it is taken). The next
-        request is accepted on the cycle the previous one is loaded. `request.ready` is a
-        register and `load` a compare of registers: neither waits on `result.ready` in
-        its cycle. Returns `load`."""
+        request is accepted on the cycle the previous one is loaded. `request.ready` and
+        `load` are registers, worked out a cycle ahead: neither waits on `result.ready` in
+        its cycle, and `age` is read by the handshake's registers alone. Returns `load`."""
         age = Signal(range(latency))
-        last = age == latency - 1
         load = Signal()
-        m.d.comb += load.eq(last & ~self.result.valid)
         valid_next = Signal()
         m.d.comb += valid_next.eq(self.result.valid)
         with m.If(load):
@@ -416,21 +414,29 @@ class CopyChecker(wiring.Component):
         m.d.comb += age_kept.eq(age)
         with m.If(load):
             m.d.comb += age_kept.eq(0)
-        with m.Elif((age != 0) & ~last):
+        with m.Elif((age != 0) & (age != latency - 1)):
             m.d.comb += age_kept.eq(age + 1)
 
-        def ready_at(age_next):
-            return (age_next == 0) | ((age_next == latency - 1) & ~valid_next)
+        def loads_at(age_next):
+            return (age_next == latency - 1) & ~valid_next
 
-        # `request.ready` is (age == 0) | load, worked out a cycle ahead into a register:
-        # it gates every request register's enable, and the pipe's command handshake.
-        # It and `busy` are each a choice on `accept` between values worked out without
-        # it, so the request's `valid` is one LUT from them.
+        def ready_at(age_next):
+            return (age_next == 0) | loads_at(age_next)
+
+        def after_edge(at):
+            # A choice on `accept` between values worked out without it, so the request's
+            # `valid` is one LUT from the register.
+            return Mux(accept, at(Const(1, len(age))), at(age_kept))
+
+        # `load` enables the whole result register and `request.ready` every request
+        # register: were either a gate on `age`, the placer would put that gate out among
+        # those loads, and the handshake's own next state, which shares it, with it.
         ready = Signal(init=1)
         m.d.sync += [
             age.eq(Mux(accept, 1, age_kept)),
             self.result.valid.eq(valid_next),
-            ready.eq(Mux(accept, ready_at(Const(1, len(age))), ready_at(age_kept))),
+            ready.eq(after_edge(ready_at)),
+            load.eq(after_edge(loads_at)),
             self.busy.eq(self.busy_next),
         ]
         m.d.comb += [self.request.ready.eq(ready),

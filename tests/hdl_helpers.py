@@ -215,6 +215,15 @@ def gates_reached(module, bits):
     return reached
 
 
+def registers_reached(module, bits):
+    """The flip-flops of a synthesized `module` whose inputs the nets `bits` reach
+    through logic alone, in one cycle."""
+    loads = net_loads(module)
+    nets = set(bits) | gates_reached(module, bits)
+    return [cell for bit in nets for cell in loads.get(bit, ())
+            if cell["type"] == "TRELLIS_FF"]
+
+
 def _register_cone(module, name):
     """(gates, sources) of the flip-flops driving netname `name` of a synthesized
     `module`: the nets (bits) of the logic their next value and enable are worked out

@@ -13,8 +13,8 @@ from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFIL
                        Opcode)
 from model.rules import check_copy, geometry
 from control_cases import random_copy
-from hdl_helpers import (count_flags, pad8, register_sources, run_sim, stream_put,
-                         synth_ecp5_module)
+from hdl_helpers import (count_flags, gates_reached, pad8, register_cells, register_sources,
+                         registers_reached, run_sim, stream_put, synth_ecp5_module)
 
 EXPECTED_CODES = {
     Opcode.COPY_GM_TO_UBUF: {ErrorCode.NONE, ErrorCode.TYPE_UNSUPPORTED,
@@ -216,16 +216,36 @@ def test_checker_converts(kind):
     assert "module" in verilog.convert(CopyChecker(kind, "a5"))
 
 
-def test_count_flags_start_at_the_held_request(tmp_path):
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory):
+    return synth_ecp5_module(CopyChecker(Opcode.COPY_GM_TO_UBUF, "a5"), "checker",
+                             tmp_path_factory.mktemp("checker"))
+
+
+def test_count_flags_start_at_the_held_request(synthesized):
     """After synth_ecp5, empty, each count > 1 and == 2 (compares of up to 84 bits) and
     whether the second row ends each loop level are worked out from the checker's held
     request: no input port (the pipe's register snapshot, across the device) reaches
     their registers' inputs."""
-    module = synth_ecp5_module(CopyChecker(Opcode.COPY_GM_TO_UBUF, "a5"), "checker",
-                               tmp_path)
-    request = {bit for name, port in module["ports"].items()
+    request = {bit for name, port in synthesized["ports"].items()
                if name.startswith("request__payload") for bit in port["bits"]}
     for name in ("empty", *(f"{count}_{flag}" for count in LOOP_COUNTS
                             for flag in (*COUNT_FLAGS, "second_end"))):
-        sources = register_sources(module, name)
+        sources = register_sources(synthesized, name)
         assert sources and not request & sources, name
+
+
+def test_age_reaches_the_handshake_alone(synthesized):
+    """After synth_ecp5, `age` reaches in one cycle only the handshake's registers and
+    `busy_next`: the result register's enable and the request registers' come from
+    registers, so no gate on `age` is shared with those wide loads and placed among
+    them."""
+    age = set(synthesized["netnames"]["age"]["bits"])
+    handshake = [cell for name in ("age", "request__ready", "load", "result__valid", "busy")
+                 for cell in register_cells(synthesized, name)]
+    reached = registers_reached(synthesized, age)
+    assert reached and all(any(cell is own for own in handshake) for cell in reached)
+    outputs = {bit for port in synthesized["ports"].values() if port["direction"] == "output"
+               for bit in port["bits"]}
+    busy_next = set(synthesized["ports"]["busy_next"]["bits"])
+    assert not (gates_reached(synthesized, age) & outputs) - busy_next
