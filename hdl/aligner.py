@@ -445,8 +445,10 @@ class Aligner(wiring.Component):
             full_next.eq(~(retires_if & room) & (full | (almost_full & st_valid[-1]))),
             src_room.eq(~last_valid_next | ~full_next),
         ]
+        rd_next = Signal.like(rd)
+        m.d.comb += rd_next.eq(rd + pops)
         m.d.sync += [
-            rd.eq(rd + pops),
+            rd.eq(rd_next),
             filled.eq(filled_next),
             almost_full.eq(filled_next[QUEUE_DEPTH - 2] & ~filled_next[QUEUE_DEPTH - 1]),
             full.eq(full_next),
@@ -492,8 +494,8 @@ class Aligner(wiring.Component):
         ]
 
         # The control registers' next values, so `ends_if` can be one of them.
-        last_next, uses_hi_next = Signal(), Signal()
-        m.d.comb += [last_next.eq(last), uses_hi_next.eq(uses_hi)]
+        first_next, last_next, uses_hi_next = Signal(), Signal(), Signal()
+        m.d.comb += [first_next.eq(first), last_next.eq(last), uses_hi_next.eq(uses_hi)]
         # The head row's fields the control needs, in registers of their own beside it
         # (the head row register's bits sit with the lanes they select).
         head_lout = Signal.like(head.tag.lout)
@@ -507,21 +509,20 @@ class Aligner(wiring.Component):
         with m.If(head_loads):
             # Output 0 of the new head row is next.
             m.d.sync += [head_lout.eq(next_head.tag.lout), head_tail.eq(next_head.tag.tail)]
-            m.d.sync += [have_head.eq(row_queue.r_rdy | row_enters), first.eq(1),
+            m.d.sync += [have_head.eq(row_queue.r_rdy | row_enters),
                          next_last.eq(next_head.tag.pair),
                          pops_if.eq(next_head.tag.pops0)]
-            m.d.comb += [last_next.eq(next_head.tag.single),
+            m.d.comb += [first_next.eq(1), last_next.eq(next_head.tag.single),
                          uses_hi_next.eq(next_head.tag.uses0)]
         with m.Elif(emit):
             m.d.sync += [
-                first.eq(0),
                 out_left.eq(left_now - 1),
                 next_last.eq(left_now == 2),
                 pops_if.eq(1 + (next_last & head_tail)),
             ]
-            m.d.comb += [last_next.eq(next_last),
+            m.d.comb += [first_next.eq(0), last_next.eq(next_last),
                          uses_hi_next.eq(~next_last | head_tail)]
-        m.d.sync += [last.eq(last_next), uses_hi.eq(uses_hi_next)]
+        m.d.sync += [first.eq(first_next), last.eq(last_next), uses_hi.eq(uses_hi_next)]
         # `pops_if` after this edge is non-zero: the new head row's pops0 if it loads,
         # else 1 or 2 if an output goes, else as it is.
         pops_any_next = Mux(head_loads, next_head.tag.pops0.any(), emit | pops_if.any())
@@ -540,19 +541,23 @@ class Aligner(wiring.Component):
         # Worked out for both ways `emit` goes, so `emit` is the last gate before it.
         m.d.sync += ends_if.eq(Mux(emit, ends_if_next(True), ends_if_next(False)))
 
+        # The lanes read copies of the merge's registers, so the control's own registers
+        # are not drawn out across the datapath, away from the gates they feed.
+        lane_rd, lane_uses_hi, lane_first, lane_last = self._lane_copies(
+            m, rd_next, uses_hi_next, first_next, last_next)
         word = Signal(self.dst_layout)
         # Lane p comes from the oldest entry (lo) or the next (hi): one ring index per
         # lane, then one mux over the ring per bit.
         lanes = []
         for p in range(width):
             index = Signal.like(rd, name=f"lane{p}_entry")
-            m.d.comb += index.eq(rd + (uses_hi & ~head.lo[p]))
+            m.d.comb += index.eq(lane_rd + (lane_uses_hi & ~head.lo[p]))
             lanes.append(mux_tree([entry.word_select(p, 8) for entry in ring], index))
         m.d.comb += [
             word.data.eq(Cat(lanes)),
-            word.strb.eq((head.head | ~first.replicate(width))
-                         & (head.tail | ~last.replicate(width))),
-            word.last.eq(last),
+            word.strb.eq((head.head | ~lane_first.replicate(width))
+                         & (head.tail | ~lane_last.replicate(width))),
+            word.last.eq(lane_last),
         ]
         # The output queue sits with its consumer, away from the merge's control. So it
         # takes `emit` from a cell of its own (a KeptLut) on its own `room`, and the merge
@@ -565,6 +570,17 @@ class Aligner(wiring.Component):
             out_room.eq(buffered_output(m, self.dst, word, put.z, room_copy=room)),
         ]
         return m
+
+    @staticmethod
+    def _lane_copies(m, rd_next, uses_hi_next, first_next, last_next):
+        """Flip-flops of their own (RegisterCopy) holding what the merge's `rd`,
+        `uses_hi`, `first` and `last` hold, for the lanes. `first` (reset high) is held
+        inverted, so the copy's reset (clear) is its own. Returns the four copies."""
+        copy = m.submodules.lane_copy = RegisterCopy(len(rd_next) + 3)
+        m.d.comb += copy.d.eq(Cat(rd_next, uses_hi_next, ~first_next, last_next))
+        rd_bits = len(rd_next)
+        return (copy.q[:rd_bits], copy.q[rd_bits], ~copy.q[rd_bits + 1],
+                copy.q[rd_bits + 2])
 
     @staticmethod
     def _data_advance(m, name, last_valid_next, full_next):

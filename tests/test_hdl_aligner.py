@@ -12,8 +12,8 @@ import pytest
 from amaranth.back import verilog
 
 from hdl.aligner import Aligner, rotate_stages
-from hdl_helpers import (idle, register_gates, register_sources, run_sim, stream_put,
-                         synth_ecp5_module)
+from hdl_helpers import (idle, register_cells, register_gates, register_sources,
+                         registers_reached, run_sim, stream_put, synth_ecp5_module)
 
 
 def words_of(offset, length, width):
@@ -206,3 +206,16 @@ def test_output_queue_and_merge_share_no_gate(synthesized, merge):
         assert not merge_gates & register_gates(synthesized, queue)
     out_room = set(synthesized["netnames"]["out_room"]["bits"])
     assert not out_room & register_sources(synthesized, merge)
+
+
+@pytest.mark.parametrize("control", ["rd", "uses_hi", "first", "last"])
+def test_lanes_read_copies_of_the_merge_control(synthesized, control):
+    """After synth_ecp5, the merge's control registers reach no output queue entry in
+    one cycle: the lanes' ring indices and strobes read copies of them, so the placer
+    keeps the control's own registers by the gates that decide the next output, not out
+    across the datapath."""
+    entries = [cell for name in ("out0", "out1") for cell in register_cells(synthesized, name)]
+    assert entries
+    bits = synthesized["netnames"][control]["bits"]
+    reached = registers_reached(synthesized, bits)
+    assert reached and not any(cell is entry for cell in reached for entry in entries)
