@@ -575,7 +575,8 @@ class Aligner(wiring.Component):
     def _lane_copies(m, rd_next, uses_hi_next, first_next, last_next):
         """Flip-flops of their own (RegisterCopy) holding what the merge's `rd`,
         `uses_hi`, `first` and `last` hold, for the lanes. `first` (reset high) is held
-        inverted, so the copy's reset (clear) is its own. Returns the four copies."""
+        inverted, so the copy's reset (clear) gives `first`'s reset value. Returns the
+        four copies."""
         copy = m.submodules.lane_copy = RegisterCopy(len(rd_next) + 3)
         m.d.comb += copy.d.eq(Cat(rd_next, uses_hi_next, ~first_next, last_next))
         rd_bits = len(rd_next)
