@@ -23,7 +23,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from model.isa import ErrorCode
+from model.isa import WORD_BITS, ErrorCode
 
 from . import regmap
 from .axi import RESP_WIDTH, PROT_WIDTH, Resp
@@ -85,8 +85,13 @@ class CsrFrontEnd(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # The FIFO's output register loads as the intake takes a word, which it decides
+        # through the dispatcher's queues. Its bits load in groups, each on a cell of its
+        # own placed among them: the fields the intake's control reads, and each byte of
+        # the word, which goes out to the queues and the held command.
         m.submodules.fifo = fifo = BypassQueue(width=RoutedWord.as_shape().size,
-                                               depth=regmap.CMD_FIFO_DEPTH)
+                                               depth=regmap.CMD_FIFO_DEPTH,
+                                               split_at=range(8, WORD_BITS + 1, 8))
         m.d.comb += [
             self.cmd.payload.eq(fifo.r_data),
             self.cmd.valid.eq(fifo.r_rdy),

@@ -8,9 +8,9 @@ from amaranth.back import verilog
 from hdl import regmap
 from hdl.csr import CsrFrontEnd, status_port
 from hdl.ub import TEST_READ_LATENCY
-from model.isa import ErrorCode, Pipe
+from model.isa import WORD_BITS, ErrorCode, Pipe
 
-from hdl_helpers import first_word_route, idle, run_sim
+from hdl_helpers import first_word_route, idle, run_sim, synth_ecp5_module
 
 UB_SIZE = 1 << 12
 REG = {r.name: r.offset for r in regmap.REGISTERS}
@@ -203,3 +203,20 @@ def test_readme_shows_the_register_map():
 
 def test_converts_to_verilog():
     assert "module csr" in verilog.convert(CsrFrontEnd(32, UB_SIZE), name="csr")
+
+
+def test_command_fifo_output_loads_by_byte_and_by_route(tmp_path):
+    """After synth_ecp5, each enable of the command FIFO's output register loads one
+    byte of the word or the route fields alone, so its cell can sit among those bits."""
+    module = synth_ecp5_module(CsrFrontEnd(32, UB_SIZE), "csr", tmp_path)
+    payload = module["ports"]["cmd__payload"]["bits"]
+    enabled = {}
+    for cell in module["cells"].values():
+        if cell["type"] == "TRELLIS_FF" and cell["connections"]["Q"][0] in payload:
+            bit = payload.index(cell["connections"]["Q"][0])
+            enabled.setdefault(tuple(cell["connections"]["CE"]), set()).add(bit)
+    assert sum(map(len, enabled.values())) == len(payload)
+    groups = {frozenset(min(bit // 8, WORD_BITS // 8) for bit in bits)
+              for bits in enabled.values()}
+    assert all(len(group) == 1 for group in groups)
+    assert len(groups) == WORD_BITS // 8 + 1
