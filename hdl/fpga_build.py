@@ -50,8 +50,8 @@ WHOLE_DESIGN_PLACER = [*PLACER, "--placer-heap-alpha", "0.05"]
 # The router (router1) rips up and routes again, critical first, the arcs that still miss
 # the clock once everything is routed: routing is most of every worst path, and on the
 # whole design's placements at seeds 1 to 5 it gave 121.0 to 127.0 MHz where they gave
-# 116.1 to 123.7 (docs/fpga.md, "the version before"). A build that meets the clock is
-# routed as without it.
+# 116.1 to 123.7 (docs/fpga.md, the whole design routed with and without it). A build
+# that meets the clock is routed as without it.
 ROUTER = ["--tmg-ripup"]
 GOAL_MHZ = 125
 DP16KD_AVAILABLE = 208          # LFE5U-85F
