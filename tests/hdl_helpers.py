@@ -204,7 +204,10 @@ def net_loads(module):
 def gates_reached(module, bits):
     """The outputs (bits) of the gates of a synthesized `module` that the nets `bits`
     reach through logic alone, in one cycle."""
-    loads = net_loads(module)
+    return _gates_reached(net_loads(module), bits)
+
+
+def _gates_reached(loads, bits):
     pending, reached = list(bits), set()
     while pending:
         for cell in loads.get(pending.pop(), ()):
@@ -219,7 +222,7 @@ def registers_reached(module, bits):
     """The flip-flops of a synthesized `module` whose inputs the nets `bits` reach
     through logic alone, in one cycle."""
     loads = net_loads(module)
-    nets = set(bits) | gates_reached(module, bits)
+    nets = set(bits) | _gates_reached(loads, bits)
     return [cell for bit in nets for cell in loads.get(bit, ())
             if cell["type"] == "TRELLIS_FF"]
 
