@@ -1,6 +1,6 @@
 """Event flags between the engine's pipes (set_flag / wait_flag)."""
 
-from amaranth.hdl import C, Module, Signal
+from amaranth.hdl import C, Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -26,7 +26,8 @@ class FlagSetSignature(wiring.Signature):
 
 
 class FlagWaitSignature(wiring.Signature):
-    """A pipe's wait_flag port (Out from the pipe): `valid` is held until `granted`.
+    """A pipe's wait_flag port (Out from the pipe): `valid` is held, with the same `pipe`
+    and `event`, until `granted`.
     `pipe` is the flag's other side (its src_pipe), `event` its event id. `granted` is high
     for one cycle, the cycle after the flag was consumed; the pipe drops `valid` after it."""
     def __init__(self):
@@ -97,12 +98,14 @@ class EventFlags(wiring.Component):
     which `counted` keeps from being counted again, and the pipe offers no set that cycle,
     so no two sets are taken for one. So a pipe's set_flag takes four cycles, and a wait
     on a counter that is zero is granted at the earliest four cycles after its set was
-    offered. A wait is decided on a cycle it is valid and its counter is non-zero, and
-    `granted` is a register, high the next cycle, during which the same waiter is not
-    decided again: a pipe's successive waits at most every other cycle. The counter
-    takes the flag off on the edge after that cycle, from `granted` and the wait's
-    registered (pipe, event), so its update starts at registers here and not at the
-    pipe's command queue. Only that waiter takes off that counter, and it is not decided
+    offered. A wait is taken into a register of the flags' own too, and decided from it
+    on every cycle it holds a wait shown the cycle before and not granted since: it is
+    granted if its counter is non-zero. `granted` is a register, high the cycle after
+    the decision, so a wait shown at cycle t is granted at t + 2 at the earliest, and a
+    pipe's successive waits at most every third cycle. The counter takes the flag off on
+    the edge after `granted` shows, from that register and the wait's held (pipe,
+    event), so neither the grant's lookup nor the counters' update starts at the pipe's
+    command queue. Only that waiter takes off that counter, and it is not decided again
     before then, so no wait sees a flag already granted; a set held on a full counter
     sees the place freed in its room lookup the cycle after the edge. The ports'
     `counted` and `granted` are `RegisterCopy`s of the registers this block decides
@@ -110,8 +113,8 @@ class EventFlags(wiring.Component):
     counters.
 
     A flag whose other side is Pipe.EXTERNAL (a pipe this engine does not have) does
-    nothing: such a set changes no counter and such a wait is granted at once (the next
-    cycle, as any grant).
+    nothing: such a set changes no counter and such a wait is granted at once (two cycles
+    after it shows, as any wait at the earliest).
     """
 
     def __init__(self, depth=FLAG_DEPTH):
@@ -152,7 +155,7 @@ class EventFlags(wiring.Component):
         room = Signal(name=f"set_{name}_room")
         m.d.sync += [
             held_before.eq(setter.valid),
-            room.eq(self._lookup(m, setter, "set", src,
+            room.eq(self._lookup(m, setter.pipe, setter.event, "set", src,
                                  lambda dst, event: counters[src, dst, event].room)),
         ]
         counted, counted_copy = self._answer(m, "set", src, "counted")
@@ -162,25 +165,34 @@ class EventFlags(wiring.Component):
         return counting
 
     def _grant_wait(self, m, waiter, dst, counters):
-        """`dst`'s wait is decided on a cycle it is valid and was not granted the cycle
-        before, and granted if its counter is non-zero. Returns the registers its counter
-        takes one off with, a cycle after the decision: whether a wait was granted, and
-        its (src pipe, event). So the counters' update starts at registers by the flags,
-        not at the pipe's command queue."""
+        """`dst`'s wait is decided from the flags' own copy of it, a register: on a cycle
+        that copy holds a wait shown the cycle before, not granted then and not shown
+        `granted` since, it is granted if its counter is non-zero. So the grant's lookup
+        starts at registers by the flags, not at the pipe's command queue. The pipe holds
+        a wait until `granted`, so the copy holds the same wait on the cycle it shows
+        `granted`: returns that cycle's registers, which its counter takes one off with,
+        whether a wait was granted and its (src pipe, event)."""
         name = dst.name.lower()
+        # A RegisterCopy: the pipe's set and wait take their pipe and event from the same
+        # command bits, and Yosys would merge this register with the set's held one.
+        held = m.submodules[f"wait_{name}_held"] = RegisterCopy(len(waiter.pipe)
+                                                                + EVENT_ID_BITS)
+        pipe, event = Signal(Pipe, name=f"wait_{name}_held_pipe"), Signal(
+            EVENT_ID_BITS, name=f"wait_{name}_held_event")
+        m.d.comb += [held.d.eq(Cat(waiter.pipe, waiter.event)),
+                     Cat(pipe, event).eq(held.q)]
+        pending = Signal(name=f"wait_{name}_pending")
         granted, granted_copy = self._answer(m, "wait", dst, "granted")
-        decide = waiter.valid & ~granted
-        hit = self._lookup(m, waiter, "wait", dst,
+        hit = self._lookup(m, pipe, event, "wait", dst,
                            lambda src, event: counters[src, dst, event].nonzero)
-        m.d.sync += granted.eq(decide & hit)
-        m.d.comb += granted_copy.eq(decide & hit)
-        pipe = Signal(Pipe, name=f"granted_{name}_pipe")
-        event = Signal(EVENT_ID_BITS, name=f"granted_{name}_event")
-        m.d.sync += [pipe.eq(waiter.pipe), event.eq(waiter.event)]
+        granting = pending & hit
+        m.d.sync += [granted.eq(granting),
+                     pending.eq(waiter.valid & ~granting & ~granted)]
+        m.d.comb += granted_copy.eq(granting)
         return granted, pipe, event
 
-    def _lookup(self, m, request, kind, pipe, ready):
-        """`ready(other pipe, event)` of the counter `request` names. Whether each counter
+    def _lookup(self, m, other_pipe, event, kind, pipe, ready):
+        """`ready(other pipe, event)` of the counter (`other_pipe`, `event`) names. Whether each counter
         is ready is a register, and which one is named is a mux of them by (pipe, event)
         alone: per other pipe, kept muxes by the event, then one by the pipe. A pipe this
         engine does not have is always ready."""
@@ -188,11 +200,11 @@ class EventFlags(wiring.Component):
         for other in sorted(Pipe):
             if other in ENGINE_PIPES:
                 choices = [ready(other, event) for event in range(1 << EVENT_ID_BITS)]
-                by_other.append(_kept_mux(m, choices, request.event,
+                by_other.append(_kept_mux(m, choices, event,
                                           f"{kind}_{other.name.lower()}_{pipe.name.lower()}"))
             else:
                 by_other.append(C(1))
-        return mux_tree(by_other, request.pipe)
+        return mux_tree(by_other, other_pipe)
 
     def _answer(self, m, kind, pipe, answer):
         """The register this block decides `pipe`'s `kind` requests with, and the input of

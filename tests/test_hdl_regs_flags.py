@@ -60,40 +60,47 @@ def test_flags_match_counter_model(depth):
     pipe offers a set until `counted`, and not on that cycle; the set is decided the cycle
     after it is offered, where its counter's room (EXTERNAL: always room) is looked up,
     and counted on the next edge it is still held if that room was there, showing
-    `counted` the cycle after, during which it is not counted again. A wait decided on a
-    cycle (its counter non-zero, or EXTERNAL) shows `granted` on the next cycle, during
-    which it is not decided again, and is taken off its counter on the edge after that;
-    the waiter drops it after. A wait not granted within 12 cycles is withdrawn (the
-    block keeps nothing of a wait it has not decided), so waits on empty counters do not
-    block the sets that fill them."""
+    `counted` the cycle after, during which it is not counted again. A pipe shows a wait
+    until `granted`; the wait is decided on each cycle after one it was shown on, not
+    granted then nor shown `granted` since (its counter non-zero, or EXTERNAL), shows
+    `granted` on the next cycle and is taken off its counter on the edge after that.
+    A pipe waits only on a flag it will get (one already counted, or one whose set is
+    offered), so no wait and set hold each other up for ever, as in a program that runs
+    to its end."""
     rng = random.Random(depth)
     dut = EventFlags(depth=depth)
     events = (0, 1, (1 << EVENT_ID_BITS) - 1)
     sides = list(ENGINE_PIPES) + [Pipe.EXTERNAL]
     counts = {}
-    stats = {"granted": 0, "external": 0, "counted": 0, "held_on_full": 0}
+    stats = {"granted": 0, "external": 0, "counted": 0, "held_on_full": 0, "waited": 0}
 
-    def request(pending, pipe, rate):
-        if pipe not in pending and rng.random() < rate:
-            pending[pipe] = (rng.choice(sides), rng.choice(events))
+    def request_set(setting, src):
+        if src not in setting and rng.random() < 0.5:
+            setting[src] = (rng.choice(sides), rng.choice(events))
+
+    def request_wait(waiting, setting, dst, rate):
+        if dst in waiting or rng.random() >= rate:
+            return
+        coming = [(src, event) for src in ENGINE_PIPES for event in events
+                  if counts.get((src, dst, event), 0) or setting.get(src) == (dst, event)]
+        if coming and rng.random() < 0.75:
+            waiting[dst] = rng.choice(coming)
+        else:
+            waiting[dst] = (Pipe.EXTERNAL, rng.choice(events))
 
     async def bench(ctx):
         setting, waiting = {}, {}
         counted = dict.fromkeys(ENGINE_PIPES, False)   # the model's answer registers
         granted = dict.fromkeys(ENGINE_PIPES, False)
+        pending = dict.fromkeys(ENGINE_PIPES, False)   # a wait shown, to be decided
         held = {}                                       # the sets offered last cycle
         room = {}                                       # their counters' room then
-        since = {}                                      # when each wait was first offered
         for cycle in range(4000):
             offered = {}
             for pipe in ENGINE_PIPES:
-                if not granted[pipe] and cycle - since.get(pipe, cycle) > 12:
-                    del waiting[pipe], since[pipe]
+                request_set(setting, pipe)
                 # Waits come in bursts, so counters fill and drain.
-                request(setting, pipe, 0.5)
-                request(waiting, pipe, 0.6 if (cycle // 200) % 2 else 0.05)
-                if pipe in waiting:
-                    since.setdefault(pipe, cycle)
+                request_wait(waiting, setting, pipe, 0.6 if (cycle // 200) % 2 else 0.05)
                 if pipe in setting and not counted[pipe]:
                     offered[pipe] = setting[pipe]
                 for kind, shown in (("set", offered), ("wait", waiting)):
@@ -114,8 +121,9 @@ def test_flags_match_counter_model(depth):
                     for src, (dst, event) in held.items()}
             waits = {}
             for dst, (src, event) in waiting.items():
-                if not granted[dst]:
+                if pending[dst]:
                     waits[dst] = src == Pipe.EXTERNAL or counts.get((src, dst, event), 0) > 0
+                    stats["waited"] += not waits[dst]
             await ctx.tick()
             for src, counting in sets.items():
                 dst, event = held[src]
@@ -126,12 +134,12 @@ def test_flags_match_counter_model(depth):
                     src, event = waiting[dst]
                     counts[src, dst, event] -= 1
             for pipe in ENGINE_PIPES:
+                pending[pipe] = pipe in waiting and not waits.get(pipe) and not granted[pipe]
                 if counted[pipe]:
                     setting.pop(pipe)
                     stats["counted"] += 1
                 if granted[pipe]:
                     src, _ = waiting.pop(pipe)
-                    del since[pipe]
                     stats["external" if src == Pipe.EXTERNAL else "granted"] += 1
                 counted[pipe] = sets.get(pipe, False)
                 granted[pipe] = waits.get(pipe, False)
@@ -140,6 +148,7 @@ def test_flags_match_counter_model(depth):
     run_sim(dut, bench)
     assert stats["granted"] > 300 and stats["external"] > 100, stats
     assert stats["counted"] > 500 and stats["held_on_full"] > 1000, stats
+    assert stats["waited"] > 20, stats
 
 
 def test_flags_hold_a_set_on_a_full_counter():
@@ -168,11 +177,11 @@ def test_flags_hold_a_set_on_a_full_counter():
     counted_at = [cycle for cycle, (c, _) in enumerate(trace) if c]
     granted_at = [cycle for cycle, (_, g) in enumerate(trace) if g]
     # Four cycles a set while the counter has room. The first wait, offered at cycle 14,
-    # is decided then, shows `granted` at 15 and frees a place on that edge; the held
-    # fourth set sees it in its room lookup at 16, is counted at 17 and shows `counted`
-    # at 18. The waits are granted every other cycle, four of five.
-    assert counted_at == [3, 7, 11, 18]
-    assert granted_at == [15, 17, 19, 21]
+    # is held by the flags at 15 and decided then, shows `granted` at 16 and frees a place
+    # on that edge; the held fourth set sees it in its room lookup at 17, is counted at 18
+    # and shows `counted` at 19. The waits are granted every third cycle, four of five.
+    assert counted_at == [3, 7, 11, 19]
+    assert granted_at == [16, 19, 22, 25]
 
 
 def test_flags_convert():
@@ -199,6 +208,19 @@ def test_counters_update_from_registers_of_their_own(synthesized_flags, register
                 counter = f"flag_{src.name}_{dst.name}_{event}{register}"
                 sources = register_sources(synthesized_flags, counter)
                 assert sources and not sources & waits
+
+
+@pytest.mark.parametrize("pipe", ENGINE_PIPES, ids=lambda pipe: pipe.name)
+@pytest.mark.parametrize("register", ["granted_{}", "wait_{}__granted"], ids=["flags", "port"])
+def test_grants_are_decided_from_registers_of_their_own(synthesized_flags, pipe, register):
+    """After synth_ecp5, a wait's grant (the flags' register and the port's copy) reads
+    no wait port's pipe or event: the lookup of its counter starts at the flags' own copy
+    of the wait, not at the pipe's command queue, where the wait ports come from."""
+    ports = synthesized_flags["ports"]
+    fields = {bit for other in ENGINE_PIPES for field in ("pipe", "event")
+              for bit in ports[f"wait_{other.name.lower()}__{field}"]["bits"]}
+    sources = register_sources(synthesized_flags, register.format(pipe.name.lower()))
+    assert sources and not sources & fields
 
 
 @pytest.mark.parametrize("pipe", list(PIPE_REGISTERS))
