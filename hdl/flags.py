@@ -177,30 +177,30 @@ class EventFlags(wiring.Component):
         # command bits, and Yosys would merge this register with the set's held one.
         held = m.submodules[f"wait_{name}_held"] = RegisterCopy(len(waiter.pipe)
                                                                 + EVENT_ID_BITS)
-        pipe, event = Signal(Pipe, name=f"wait_{name}_held_pipe"), Signal(
-            EVENT_ID_BITS, name=f"wait_{name}_held_event")
+        held_pipe = Signal(Pipe, name=f"wait_{name}_held_pipe")
+        held_event = Signal(EVENT_ID_BITS, name=f"wait_{name}_held_event")
         m.d.comb += [held.d.eq(Cat(waiter.pipe, waiter.event)),
-                     Cat(pipe, event).eq(held.q)]
+                     Cat(held_pipe, held_event).eq(held.q)]
         pending = Signal(name=f"wait_{name}_pending")
         granted, granted_copy = self._answer(m, "wait", dst, "granted")
-        hit = self._lookup(m, pipe, event, "wait", dst,
+        hit = self._lookup(m, held_pipe, held_event, "wait", dst,
                            lambda src, event: counters[src, dst, event].nonzero)
         granting = pending & hit
         m.d.sync += [granted.eq(granting),
                      pending.eq(waiter.valid & ~granting & ~granted)]
         m.d.comb += granted_copy.eq(granting)
-        return granted, pipe, event
+        return granted, held_pipe, held_event
 
-    def _lookup(self, m, other_pipe, event, kind, pipe, ready):
-        """`ready(other pipe, event)` of the counter (`other_pipe`, `event`) names. Whether each counter
-        is ready is a register, and which one is named is a mux of them by (pipe, event)
-        alone: per other pipe, kept muxes by the event, then one by the pipe. A pipe this
-        engine does not have is always ready."""
+    def _lookup(self, m, other_pipe, event_id, kind, pipe, ready):
+        """`ready(other pipe, event)` of the counter (`other_pipe`, `event_id`) names.
+        Whether each counter is ready is a register, and which one is named is a mux of
+        them by (pipe, event) alone: per other pipe, kept muxes by the event, then one by
+        the pipe. A pipe this engine does not have is always ready."""
         by_other = []
         for other in sorted(Pipe):
             if other in ENGINE_PIPES:
                 choices = [ready(other, event) for event in range(1 << EVENT_ID_BITS)]
-                by_other.append(_kept_mux(m, choices, event,
+                by_other.append(_kept_mux(m, choices, event_id,
                                           f"{kind}_{other.name.lower()}_{pipe.name.lower()}"))
             else:
                 by_other.append(C(1))
