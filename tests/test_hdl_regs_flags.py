@@ -194,14 +194,19 @@ def synthesized_flags(tmp_path_factory):
     return synth_ecp5_module(EventFlags(), "flags", tmp_path_factory.mktemp("flags"))
 
 
+def wait_port_bits(module, fields):
+    """The nets (bits) of the `fields` of every pipe's wait port of a synthesized flags
+    `module`: where the pipes' command queues reach the flags."""
+    return {bit for pipe in ENGINE_PIPES for field in fields
+            for bit in module["ports"][f"wait_{pipe.name.lower()}__{field}"]["bits"]}
+
+
 @pytest.mark.parametrize("register", ["", "_nonzero", "_room"])
 def test_counters_update_from_registers_of_their_own(synthesized_flags, register):
     """After synth_ecp5, no counter's next value reads a wait port: a grant is taken off
     from the flags' own registers, so the counters' update does not start at the pipes'
     command queues, where the wait ports come from."""
-    ports = synthesized_flags["ports"]
-    waits = {bit for pipe in ENGINE_PIPES for field in ("valid", "pipe", "event")
-             for bit in ports[f"wait_{pipe.name.lower()}__{field}"]["bits"]}
+    waits = wait_port_bits(synthesized_flags, ("valid", "pipe", "event"))
     for src in ENGINE_PIPES:
         for dst in ENGINE_PIPES:
             for event in (0, (1 << EVENT_ID_BITS) - 1):
@@ -216,9 +221,7 @@ def test_grants_are_decided_from_registers_of_their_own(synthesized_flags, pipe,
     """After synth_ecp5, a wait's grant (the flags' register and the port's copy) reads
     no wait port's pipe or event: the lookup of its counter starts at the flags' own copy
     of the wait, not at the pipe's command queue, where the wait ports come from."""
-    ports = synthesized_flags["ports"]
-    fields = {bit for other in ENGINE_PIPES for field in ("pipe", "event")
-              for bit in ports[f"wait_{other.name.lower()}__{field}"]["bits"]}
+    fields = wait_port_bits(synthesized_flags, ("pipe", "event"))
     sources = register_sources(synthesized_flags, register.format(pipe.name.lower()))
     assert sources and not sources & fields
 
