@@ -3,7 +3,8 @@ full rate.
 
 W = 32 runs every (src_off, dst_off) pair with the lengths that change the word counts
 (1, W-1, W, W+1, 2W, 3W and a random one) in one simulation, rows back to back in random
-order; W = 16 and 64 run a random sample. Each width also runs with random stalls on all
+order; W = 16 runs every pair too, W = 64 and 128 a random sample. Each width from 16 to
+128 (the rotator has two stages up to 64, three at 128) also runs with random stalls on all
 three streams."""
 
 import random
@@ -12,7 +13,7 @@ import pytest
 from amaranth.back import verilog
 
 from hdl.aligner import Aligner, rotate_stages
-from hdl_helpers import (idle, register_cells, register_gates, register_sources,
+from hdl_helpers import (BLOCK_WIDTHS, idle, register_cells, register_gates, register_sources,
                          registers_reached, run_sim, stream_put, synth_ecp5_module)
 
 
@@ -134,22 +135,20 @@ def test_every_offset_pair_w32_full_rate():
     assert cycles <= min_cycles(width, rows) + latency(width)
 
 
-@pytest.mark.parametrize("width", [16, 64])
-def test_sampled_offsets_full_rate(width):
+@pytest.mark.parametrize("width, sampled", [(16, 1.0), (64, 0.3), (128, 0.03)])
+def test_sampled_offsets_full_rate(width, sampled):
     rng = random.Random(width)
-    pairs = [(s, d) for s in range(width) for d in range(width)]
-    # W = 16: every pair; W = 64: a third of them, plus every pair with an offset of 0 or
-    # W - 1.
-    if width > 32:
-        pairs = [p for p in pairs if rng.random() < 0.3 or p[0] in (0, width - 1)
-                 or p[1] in (0, width - 1)]
+    # A `sampled` fraction of the (src_off, dst_off) pairs, and every pair with an offset
+    # of 0 or W - 1.
+    pairs = [(s, d) for s in range(width) for d in range(width)
+             if rng.random() < sampled or {s, d} & {0, width - 1}]
     rows = [(s, d, rng.choice(special_lengths(width, rng))) for s, d in pairs for _ in range(2)]
     rng.shuffle(rows)
     cycles = run_aligner(width, rows, rng)
     assert cycles <= min_cycles(width, rows) + latency(width)
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 @pytest.mark.parametrize("in_stall, out_stall", [(0.3, 0.3), (0.0, 0.7), (0.6, 0.0)])
 def test_random_stalls(width, in_stall, out_stall):
     rng = random.Random(100 + width)
@@ -182,7 +181,7 @@ def test_uniform_streams_one_word_per_cycle(kind):
     assert cycles <= min_cycles(width, rows) + latency(width)
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_converts_to_verilog(width):
     dut = Aligner(width)
     text = verilog.convert(dut, name="aligner")

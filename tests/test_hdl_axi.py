@@ -10,7 +10,7 @@ from axi_model import (PAGE, AxiMemory, Timing, beats_of, gm_row, mark_new_sids,
 from hdl.axi import Resp
 from hdl.axi_reader import AxiReader
 from hdl.axi_writer import AxiWriter
-from hdl_helpers import idle, run_sim, stream_collect, stream_put
+from hdl_helpers import BLOCK_WIDTHS, idle, run_sim, stream_collect, stream_put
 from model.isa import GM_ADDR_BITS, ErrorCode
 
 SIZE = 1 << 17
@@ -105,7 +105,7 @@ def run_read(width, commands, rng, timing, errors=(), max_outstanding=8, stall_i
     return memory, got
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_read_random_rows(width):
     rng = random.Random(width)
     commands = random_commands(rng, width, 30)
@@ -113,7 +113,7 @@ def test_read_random_rows(width):
     run_read(width, commands, rng, timing, stall_in=0.2, stall_out=0.2)
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_read_errors(width):
     """Words that touch an error window come back flagged, with their burst's first
     byte; the others are unaffected."""
@@ -237,7 +237,7 @@ def run_write(width, commands, rng, timing, error_pages=(), max_outstanding=8,
     return memory, done
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_write_random_rows(width):
     rng = random.Random(30 + width)
     commands = random_commands(rng, width, 30)
@@ -245,7 +245,7 @@ def test_write_random_rows(width):
     run_write(width, commands, rng, timing, stall_in=0.2, stall_out=0.2)
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_write_errors(width):
     """Bursts into failing pages write nothing; each command reports its first failing
     burst's first byte, and every failing B response asks to abort its command."""
@@ -282,7 +282,7 @@ def test_write_overlaps_latency(width, max_outstanding):
     assert memory.writes.max_in_flight == max_outstanding
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_write_full_rate(width):
     rng = random.Random(60 + width)
     dut = AxiWriter(width)
@@ -324,7 +324,7 @@ def test_write_full_rate(width):
 
 # --- Verilog -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_converts_to_verilog(width):
     reader = verilog.convert(AxiReader(width))
     writer = verilog.convert(AxiWriter(width))

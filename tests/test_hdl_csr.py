@@ -10,7 +10,7 @@ from hdl.csr import CsrFrontEnd, status_port
 from hdl.ub import TEST_READ_LATENCY
 from model.isa import WORD_BITS, ErrorCode, Pipe
 
-from hdl_helpers import first_word_route, idle, run_sim, synth_ecp5_module
+from hdl_helpers import BLOCK_WIDTHS, first_word_route, idle, run_sim, synth_ecp5_module
 
 UB_SIZE = 1 << 12
 REG = {r.name: r.offset for r in regmap.REGISTERS}
@@ -62,7 +62,7 @@ def ub_model(dut, memory, width):
     return process
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_identity_and_ub_window(width):
     dut = CsrFrontEnd(width, UB_SIZE)
     memory = bytearray([0xAA]) * UB_SIZE

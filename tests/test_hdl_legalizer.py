@@ -5,7 +5,7 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from hdl.layouts import LEN_BITS
+from hdl.layouts import BUS_WIDTHS, LEN_BITS
 from hdl.legalizer import PAGE_BYTES, BurstIssuer, BurstSplitter
 from model.isa import GM_ADDR_BITS
 from axi_model import beats_of, gm_row, mark_new_sids, split_row
@@ -92,7 +92,7 @@ def check_bursts(width, rows, got):
     assert i == len(got)
 
 
-@pytest.mark.parametrize("width", [8, 16, 32, 64])
+@pytest.mark.parametrize("width", BUS_WIDTHS)
 def test_splitter_tiles_rows(width):
     rng = random.Random(width)
     rows = random_rows(rng, width, 250)
@@ -100,7 +100,7 @@ def test_splitter_tiles_rows(width):
     check_bursts(width, rows, got)
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BUS_WIDTHS)
 def test_splitter_one_burst_per_cycle(width):
     """With rows always offered and bursts always taken, bursts leave back to back,
     across row boundaries too (short rows are one burst each)."""

@@ -3,7 +3,7 @@ reference and against the SPEC's byte rule, at one word per cycle.
 
 Rows: element sizes 1, 2, 4, 8 with distinct pad values, every left pad 0..32 bytes in
 whole elements, right pads, row strides that leave several words of right fill,
-select = 0 rows, rows shorter than a word and rows of many words; W = 16, 32 and 64."""
+select = 0 rows, rows shorter than a word and rows of many words; W = 16, 32, 64 and 128."""
 
 import random
 
@@ -13,7 +13,7 @@ from amaranth.back import verilog
 from hdl.pad import PadInserter
 from model.isa import PAD_MAX_BYTES, UB_ADDR_BITS, UB_LINE
 from model.rules import align_up
-from hdl_helpers import idle, run_sim, stream_put
+from hdl_helpers import BLOCK_WIDTHS, idle, run_sim, stream_put
 from test_hdl_aligner import byte_mask, collect, words_of
 
 UB_TOP = 1 << UB_ADDR_BITS
@@ -164,7 +164,7 @@ def check_spec_bytes(width, r, words):
 LATENCY = 4
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_rows_full_rate(width):
     rng = random.Random(width)
     rows = make_rows(width, rng, 400)
@@ -172,7 +172,7 @@ def test_rows_full_rate(width):
     assert cycles <= words + LATENCY
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 @pytest.mark.parametrize("in_stall, out_stall", [(0.3, 0.3), (0.0, 0.7), (0.6, 0.0)])
 def test_rows_random_stalls(width, in_stall, out_stall):
     rng = random.Random(1000 + width)
@@ -196,7 +196,7 @@ def test_mid_word_rows_w64():
     assert cycles <= words + LATENCY
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 def test_converts_to_verilog(width):
     text = verilog.convert(PadInserter(width), name="pad_inserter")
     assert "module pad_inserter" in text

@@ -1,6 +1,6 @@
 """UbCopyDatapath (UB->UB) against a UB model: rows of whole lines copied byte for byte,
 nothing else written, each command's Completion after its last row's bytes are in; W = 16
-and 32 (words written as read) and 64 (lines moved between word halves)."""
+and 32 (words written as read), 64 and 128 (lines moved between places in a word)."""
 
 import random
 
@@ -10,7 +10,7 @@ import pytest
 from hdl.line_writer import LineWriter
 from hdl.ub_reader import ub_words_m1
 from hdl.ubcopy import UbCopyDatapath
-from hdl_helpers import driver_types, run_sim, synth_ecp5_module
+from hdl_helpers import BLOCK_WIDTHS, driver_types, run_sim, synth_ecp5_module
 from model.isa import UB_LINE
 
 UB_BYTES = 64 * 1024
@@ -105,7 +105,7 @@ def expected_image(before, commands):
     return image
 
 
-@pytest.mark.parametrize("width", [16, 32, 64])
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
 @pytest.mark.parametrize("rd_ready,wr_ready", [(1.0, 1.0), (0.6, 0.5)])
 def test_copies_rows_whole_and_completes_after_them(width, rd_ready, wr_ready):
     rng = random.Random(f"{width}-{rd_ready}")
