@@ -3,9 +3,9 @@ full rate.
 
 W = 32 runs every (src_off, dst_off) pair with the lengths that change the word counts
 (1, W-1, W, W+1, 2W, 3W and a random one) in one simulation, rows back to back in random
-order; W = 16 runs every pair too, W = 64 and 128 a random sample. Each width from 16 to
-128 (the rotator has two stages up to 64, three at 128) also runs with random stalls on all
-three streams."""
+order; W = 16 runs every pair too, W = 64 and 128 a random sample. Each width from 16
+to 128 (the rotator has two stages up to 64, three at 128) also runs with random stalls
+on all three streams."""
 
 import random
 
@@ -13,8 +13,9 @@ import pytest
 from amaranth.back import verilog
 
 from hdl.aligner import Aligner, rotate_stages
-from hdl_helpers import (BLOCK_WIDTHS, idle, register_cells, register_gates, register_sources,
-                         registers_reached, run_sim, stream_put, synth_ecp5_module)
+from hdl_helpers import (BLOCK_WIDTHS, idle, register_cells, register_gates,
+                         register_sources, registers_reached, run_sim, stream_put,
+                         synth_ecp5_module)
 
 
 def words_of(offset, length, width):
