@@ -15,7 +15,7 @@ SIM     ?= verilator
 WAVES   ?= 0
 export SIM WAVES
 
-.PHONY: all venv test sim fpga-sim bench-model verilog lint bench fpga clean
+.PHONY: all venv test sim sim-icarus fpga-sim bench-model verilog lint bench fpga clean
 
 all: test
 
@@ -32,6 +32,14 @@ test: $(STAMP)
 
 sim: $(STAMP)
 	$(VPY) -m tb.run --seed $(SEED) --count $(COUNT) --profile $(PROFILE) --width $(WIDTH)
+
+# The run CI makes under Icarus Verilog beside `make test` (Debian: iverilog): the seed
+# examples, COUNT (20) random programs and one ending in each error class, then the
+# bus-fault and mid-transfer reset tests. A few minutes.
+sim-icarus: COUNT = 20
+sim-icarus: $(STAMP)
+	$(VPY) -m tb.run --sim icarus --seed $(SEED) --count $(COUNT) --errors \
+		--tests regression,bus_faults,reset_mid_transfer --profile $(PROFILE) --width $(WIDTH)
 
 # The FPGA top driven only through its AXI4-Lite registers, as a CPU drives it: its fixed
 # programs, then COUNT random programs from SEED and one ending in each error class.
