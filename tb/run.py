@@ -17,6 +17,7 @@ program differs from the model.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -239,6 +240,9 @@ def argument_parser():
 def main(argv=None):
     parser = argument_parser()
     args = parser.parse_args(argv)
+    if args.sim == "icarus" and shutil.which("iverilog") is None:
+        parser.error("Icarus Verilog is not installed: no iverilog on PATH "
+                     "(Debian: apt-get install iverilog)")
     from model.seeds import EXAMPLES        # as tb.programs does: its data only when asked
     missing = [n for n in args.example if not 0 <= n < len(EXAMPLES)]
     if missing:

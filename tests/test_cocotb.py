@@ -145,6 +145,17 @@ def test_a_narrow_bus_runs_long_copies_behind_a_full_queue():
     assert len(records) == 8 + 1 + 6
 
 
+def test_icarus_missing_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    """`--sim icarus` with no iverilog on PATH stops before anything is built, and says
+    how to install it."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(tb_run, "build", lambda *args, **kwargs: pytest.fail("built"))
+    with pytest.raises(SystemExit) as stop:
+        tb_run.main(["--sim", "icarus", "--count", "0"])
+    assert stop.value.code == 2
+    assert "apt-get install iverilog" in capsys.readouterr().err
+
+
 def test_icarus_builds_are_verilog_2005(tmp_path):
     """Under any SystemVerilog generation Icarus gives the generated Verilog's declaration
     initializers no time-zero event, and much of the engine stays X (tb/run.py,
