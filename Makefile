@@ -34,12 +34,12 @@ sim: $(STAMP)
 	$(VPY) -m tb.run --seed $(SEED) --count $(COUNT) --profile $(PROFILE) --width $(WIDTH)
 
 # The run CI makes under Icarus Verilog beside `make test` (Debian: iverilog): the seed
-# examples, COUNT (20) random programs and one ending in each error class, then the
-# bus-fault and mid-transfer reset tests. A few minutes.
+# examples, COUNT (20) random programs and one ending in each error class, then every
+# other cocotb test of tb.run (--tests all). A few minutes.
 sim-icarus: COUNT = 20
 sim-icarus: $(STAMP)
-	$(VPY) -m tb.run --sim icarus --seed $(SEED) --count $(COUNT) --errors \
-		--tests regression,bus_faults,reset_mid_transfer --profile $(PROFILE) --width $(WIDTH)
+	$(VPY) -m tb.run --sim icarus --tests all --errors --seed $(SEED) --count $(COUNT) \
+		--profile $(PROFILE) --width $(WIDTH)
 
 # The FPGA top driven only through its AXI4-Lite registers, as a CPU drives it: its fixed
 # programs, then COUNT random programs from SEED and one ending in each error class.

@@ -3,7 +3,7 @@
     python -m tb.run                         seed examples + 200 random programs from seed 1
     python -m tb.run --seed 7 --count 1000   a soak
     python -m tb.run --case 0x1a2b3c4d       one program again (tb.run prints these lines)
-    python -m tb.run --tests regression,bus_faults,reset_mid_transfer --errors
+    python -m tb.run --tests all --errors    every cocotb test, and one program per error class
 
 The Verilog comes from `python -m hdl.gen` into sim_build/<profile>_w<width>/; each
 (simulator, profile, width, waves) combination is built once, in its own directory, and
@@ -210,6 +210,19 @@ def environment(args):
             "PYTHONWARNINGS": "ignore::DeprecationWarning"}    # cocotbext-axi's task.kill()
 
 
+def cocotb_tests(text):
+    """`--tests`: cocotb test names, comma-separated, or `all` for every one of them."""
+    if text == "all":
+        return list(ALL_TESTS)
+    tests = [t for t in text.split(",") if t]
+    unknown = sorted(set(tests) - set(ALL_TESTS))
+    if unknown or not tests:
+        raise argparse.ArgumentTypeError(
+            f"unknown tests: {', '.join(unknown) or '(none named)'}; "
+            f"they are {', '.join(ALL_TESTS)}, or all")
+    return tests
+
+
 def argument_parser():
     parser = argparse.ArgumentParser(prog="python -m tb.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -224,8 +237,9 @@ def argument_parser():
                         help="leave out the seed examples")
     parser.add_argument("--errors", action="store_true",
                         help="add one program per error class")
-    parser.add_argument("--tests", default="regression",
-                        help=f"comma-separated cocotb tests among {', '.join(ALL_TESTS)}")
+    parser.add_argument("--tests", type=cocotb_tests, default="regression",
+                        help=f"comma-separated cocotb tests among {', '.join(ALL_TESTS)}, "
+                             "or all")
     parser.add_argument("--profile", choices=sorted(PROFILES),
                         default=os.environ.get("PROFILE", "a5"))
     parser.add_argument("--width", type=int, choices=BUS_WIDTHS,
@@ -252,14 +266,10 @@ def main(argv=None):
         args.count = 0 if targeted else int(os.environ.get("COUNT", 200))
     if targeted:
         args.examples = False
-    tests = [t for t in args.tests.split(",") if t]
-    unknown = set(tests) - set(ALL_TESTS)
-    if unknown:
-        sys.exit(f"unknown tests: {', '.join(sorted(unknown))}")
     started = time.monotonic()
     runner, build_dir = build(args.sim, args.profile, args.width, args.waves)
     built = time.monotonic()
-    records = run(runner, build_dir, tests, environment(args), args.waves)
+    records = run(runner, build_dir, args.tests, environment(args), args.waves)
     finished = time.monotonic()
     print(table(records))
     failed = failed_tests(build_dir / "results.xml")

@@ -156,6 +156,35 @@ def test_icarus_missing_is_a_usage_error(tmp_path, monkeypatch, capsys):
     assert "apt-get install iverilog" in capsys.readouterr().err
 
 
+def test_all_names_every_cocotb_test(monkeypatch):
+    """`--tests all` runs every cocotb test of tb/test_mte.py but `cli_program` (`mte run
+    --engine rtl`'s, which runs a job file): `make sim-icarus` asks for all, so a test added
+    there and to ALL_TESTS runs under Icarus with no other list to update."""
+    import ast
+    from pathlib import Path
+    module = ast.parse((Path(tb_run.__file__).parent / "test_mte.py").read_text())
+    defined = {node.name for node in module.body if isinstance(node, ast.AsyncFunctionDef)
+               and any("cocotb.test" in ast.unparse(d) for d in node.decorator_list)}
+    assert set(tb_run.ALL_TESTS) == defined - {"cli_program"}
+    ran = []
+    monkeypatch.setattr(tb_run, "build", lambda *args, **kwargs: (None, None))
+    monkeypatch.setattr(tb_run, "run", lambda runner, build_dir, tests, *args: ran.append(tests)
+                        or pytest.fail("ran"))
+    with pytest.raises(pytest.fail.Exception):
+        tb_run.main(["--tests", "all", "--count", "0"])
+    assert ran == [list(tb_run.ALL_TESTS)]
+
+
+@pytest.mark.parametrize("names", ["regression,resets", "", "all,regression"])
+def test_unknown_tests_are_a_usage_error(names, monkeypatch, capsys):
+    """A name that is no cocotb test stops before anything is built, and lists the names."""
+    monkeypatch.setattr(tb_run, "build", lambda *args, **kwargs: pytest.fail("built"))
+    with pytest.raises(SystemExit) as stop:
+        tb_run.main(["--tests", names, "--count", "0"])
+    assert stop.value.code == 2
+    assert ", ".join(tb_run.ALL_TESTS) + ", or all" in capsys.readouterr().err
+
+
 def test_icarus_builds_are_verilog_2005(tmp_path):
     """Under any SystemVerilog generation Icarus gives the generated Verilog's declaration
     initializers no time-zero event, and much of the engine stays X (tb/run.py,
