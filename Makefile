@@ -15,7 +15,7 @@ SIM     ?= verilator
 WAVES   ?= 0
 export SIM WAVES
 
-.PHONY: all venv test sim sim-icarus fpga-sim bench-model verilog lint bench fpga clean
+.PHONY: all venv test sim sim-icarus fpga-sim bench-model verilog lint bench fpga fpga-blocks clean
 
 all: test
 
@@ -78,6 +78,12 @@ lint: verilog
 fpga: $(STAMP)
 	$(VPY) -m hdl.fpga_build --profile $(PROFILE) --width $(WIDTH) --seed $(FPGA_SEED) \
 		-o $(BUILD)/fpga
+
+# Where each pipe's cells go: synth_ecp5 with the hierarchy kept, cells per block (a few
+# minutes, no place and route). Tables: $(BUILD)/fpga/blocks.txt.
+fpga-blocks: $(STAMP)
+	$(VPY) -m hdl.fpga_build --blocks --only mte2 mte3 v --profile $(PROFILE) \
+		--width $(WIDTH) -o $(BUILD)/fpga
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

@@ -8,6 +8,9 @@ pipe on its own (its PipeController with its datapath, `PipeUnit`) and the whole
 Outputs under the output directory (default sim_build/fpga): `report.json`, nextpnr's own
 report of the whole design; per build `<name>/` with the Verilog, the Yosys netlist, cell
 counts (`stat.json`), both tools' logs and nextpnr's report; `summary.txt`, the table.
+
+With `--blocks` it only synthesizes each build with its hierarchy kept and prints where
+its cells go, block by block (`blocks/<name>/`, and the tables in `blocks.txt`).
 """
 
 import argparse
@@ -180,6 +183,14 @@ def place_and_route(directory, top, report, freq, seed, placer):
     _run(argv, directory, "nextpnr.log")
 
 
+def synthesize_blocks(directory, top):
+    """synth_ecp5 of `<top>.v` with its hierarchy kept (-noflatten); cell counts per
+    module to stat.json. No logic is optimized across a module's boundary, so the counts
+    are a few per cent above the flattened build's."""
+    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -noflatten -top {top}; "
+          "tee -q -o stat.json stat -json", directory)
+
+
 # --- results -----------------------------------------------------------------------
 
 @dataclass
@@ -303,8 +314,8 @@ COLUMNS = (("LUT4", 6), ("TRELLIS_COMB", 12), ("TRELLIS_FF", 10), ("CCU2C", 6),
 NAME_WIDTH = 41
 
 
-def _row(name, values):
-    cells = (f"{value:>{width}}" for value, (_, width) in zip(values, COLUMNS))
+def _row(name, values, columns=COLUMNS):
+    cells = (f"{value:>{width}}" for value, (_, width) in zip(values, columns))
     return f"{name:{NAME_WIDTH}s} " + " ".join(cells)
 
 
@@ -346,6 +357,68 @@ def late_lines(result, freq):
     return lines
 
 
+# The cells a block's share counts, by Yosys's names after synth_ecp5. A PFUMX or
+# L6MUX21 joins LUT4s in their slice and takes none of its own.
+BLOCK_CELLS = ("LUT4", "CCU2C", "TRELLIS_DPR16X4", "TRELLIS_FF", "MULT18X18D", "DP16KD")
+BLOCK_DEPTH = 2
+
+
+def block_shares(stat, top, depth=BLOCK_DEPTH):
+    """BLOCK_CELLS per block of a `stat -json` report of a hierarchy kept whole: each
+    module counts in the block it lies in, `depth` levels below `top`, or in its own
+    name if it lies less deep (the top's own cells in `top`)."""
+    shares = {}
+    for name, module in stat["modules"].items():
+        path = name.lstrip("\\").split(".")
+        if path[0] != top:
+            raise ValueError(f"module {name} lies outside {top}")
+        counts = shares.setdefault(".".join(path[1:depth + 1]) or top,
+                                   dict.fromkeys(BLOCK_CELLS, 0))
+        for cell in BLOCK_CELLS:
+            counts[cell] += module["num_cells_by_type"].get(cell, 0)
+    design = stat["design"]["num_cells_by_type"]
+    summed = {cell: sum(counts[cell] for counts in shares.values()) for cell in BLOCK_CELLS}
+    if summed != {cell: design.get(cell, 0) for cell in BLOCK_CELLS}:
+        # a module instantiated more than once: its cells would count once here
+        raise ValueError(f"blocks sum to {summed}, the design has {design}")
+    return shares
+
+
+def block_depth(text):
+    """`--depth`: a whole number of levels, at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a depth of 1 or more levels")
+    return int(text)
+
+
+BLOCK_COLUMNS = (("LUT4", 6), ("LUT4 %", 6), ("CCU2C", 6), ("TRELLIS_DPR16X4", 15),
+                 ("TRELLIS_FF", 10), ("MULT18X18D", 10), ("DP16KD", 6))
+
+
+def blocks_table(name, shares):
+    """A build's shares, most LUT4 first, and their sum."""
+    total = {cell: sum(counts[cell] for counts in shares.values()) for cell in BLOCK_CELLS}
+
+    def values(counts):
+        share = f"{100 * counts['LUT4'] / total['LUT4']:.1f}" if total["LUT4"] else "-"
+        return (counts["LUT4"], share, *(counts[cell] for cell in BLOCK_CELLS[1:]))
+
+    lines = [f"{name}: synth_ecp5 -noflatten, cells per block",
+             _row("block", [heading for heading, _ in BLOCK_COLUMNS], BLOCK_COLUMNS)]
+    lines += [_row(block, values(counts), BLOCK_COLUMNS) for block, counts
+              in sorted(shares.items(), key=lambda item: (-item[1]["LUT4"], item[0]))]
+    lines.append(_row("all", values(total), BLOCK_COLUMNS))
+    return "\n".join(lines)
+
+
+def build_blocks(name, top, make, out, depth):
+    directory = out / "blocks" / name
+    write_verilog(make(), top, directory / f"{top}.v", Ecp5Target())
+    synthesize_blocks(directory, top)
+    stat = json.loads((directory / "stat.json").read_text())
+    return blocks_table(name, block_shares(stat, top, depth))
+
+
 def build(name, top, make, out, freq, seed):
     directory = out / name
     report = out / "report.json" if name == "total" else directory / "report.json"
@@ -366,13 +439,29 @@ def main(argv=None):
     parser.add_argument("--freq", type=float, default=GOAL_MHZ, help="target clock, MHz")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placer seed")
     parser.add_argument("--only", nargs="+", choices=BUILDS, help="build only these (default: all)")
+    parser.add_argument("--blocks", action="store_true",
+                        help="only synthesize, with the hierarchy kept, and print each "
+                             "build's cells per block (no place and route)")
+    parser.add_argument("--depth", type=block_depth, default=BLOCK_DEPTH,
+                        help=f"--blocks: levels of blocks below the build's top "
+                             f"(default {BLOCK_DEPTH})")
     parser.add_argument("-o", "--out", type=Path, default=Path("sim_build/fpga"))
     args = parser.parse_args(argv)
 
+    chosen = [(name, top, make) for name, (top, make)
+              in builds(args.profile, args.width, args.max_outstanding).items()
+              if not args.only or name in args.only]
+    if args.blocks:
+        tables = []
+        for name, top, make in chosen:
+            print(f"synthesizing {name} with its hierarchy kept ...", flush=True)
+            tables.append(build_blocks(name, top, make, args.out, args.depth))
+        text = "\n\n".join([f"profile {args.profile}, W = {args.width} bytes", *tables])
+        (args.out / "blocks.txt").write_text(text + "\n")
+        print(text)
+        return
     results = []
-    for name, (top, make) in builds(args.profile, args.width, args.max_outstanding).items():
-        if args.only and name not in args.only:
-            continue
+    for name, top, make in chosen:
         print(f"building {name} ...", flush=True)
         results.append(build(name, top, make, args.out, args.freq, args.seed))
     text = table(results, args.profile, args.width, args.freq)

@@ -2,11 +2,21 @@
 cleanly: no multiple drivers, no combinational loops, no undriven wires, no latches.
 
 A quick check that the design is synthesizable; `make fpga` (hdl/fpga_build.py) runs the
-full ECP5 flow and measures it.
+full ECP5 flow and measures it. And `make fpga-blocks`'s synthesis with the hierarchy
+kept gives each block what it takes on its own.
 """
 
-from hdl.fpga_build import write_verilog, yosys
+import json
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.ecp5 import Ecp5Target
+from hdl.fpga_build import BLOCK_CELLS, block_shares, synthesize_blocks, write_verilog, yosys
 from hdl.fpga_top import MteDmaFpga
+from hdl.queue import BypassQueue
+from hdl.register_copy import RegisterCopy
 
 PROFILE = "kirin9030"   # the smallest UB
 # Yosys reads the UB's zero init, printed word by word, in time quadratic in the word
@@ -21,3 +31,41 @@ def test_fpga_top_synthesizes_cleanly(tmp_path):
     yosys(f"read_verilog -sv {TOP}.v; synth -top {TOP} -flatten -run begin:fine; "
           f"check -assert; select -assert-none {LATCHES}", tmp_path)
     assert "Found and reported 0 problems." in (tmp_path / "yosys.log").read_text()
+
+
+class TwoBlocks(wiring.Component):
+    """A queue whose output passes a RegisterCopy of 8 bits."""
+
+    def __init__(self):
+        super().__init__({"w_data": In(16), "w_en": In(1), "r_en": In(1), "q": Out(8)})
+
+    def elaborate(self, platform):
+        m = Module()
+        queue = m.submodules.queue = BypassQueue(width=16, depth=8)
+        copy = m.submodules.copy = RegisterCopy(8)
+        m.d.comb += [queue.w_data.eq(self.w_data), queue.w_en.eq(self.w_en),
+                     queue.r_en.eq(self.r_en), copy.d.eq(queue.r_data[:8] ^ queue.r_data[8:]),
+                     self.q.eq(copy.q)]
+        return m
+
+
+def synthesized_shares(component, top, directory):
+    """Cells per block one level below `top`, synthesized with the hierarchy kept."""
+    directory.mkdir()
+    write_verilog(component, top, directory / f"{top}.v", Ecp5Target())
+    synthesize_blocks(directory, top)
+    return block_shares(json.loads((directory / "stat.json").read_text()), top, depth=1)
+
+
+def test_a_block_takes_what_it_takes_alone(tmp_path):
+    shares = synthesized_shares(TwoBlocks(), "two", tmp_path / "both")
+    alone = synthesized_shares(BypassQueue(width=16, depth=8), "queue", tmp_path / "alone")
+    assert set(shares) == {"two", "queue", "copy"}
+    alone = {cell: sum(block[cell] for block in alone.values()) for cell in BLOCK_CELLS}
+    # ABC maps a module's logic anew in each design, a LUT4 more or less; the other
+    # cells are the module's registers, memories and carries, the same in both.
+    assert abs(shares["queue"]["LUT4"] - alone["LUT4"]) <= alone["LUT4"] // 10
+    assert {**shares["queue"], "LUT4": 0} == {**alone, "LUT4": 0}
+    assert alone["LUT4"] > 0 and alone["TRELLIS_FF"] >= 16
+    assert shares["copy"] == {cell: 8 if cell == "TRELLIS_FF" else 0 for cell in BLOCK_CELLS}
+    assert shares["two"]["LUT4"] > 0        # the XOR of the queue's halves
