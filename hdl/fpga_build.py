@@ -167,9 +167,13 @@ def write_verilog(component, top, path, platform=None):
     path.write_text(verilog.convert(component, name=top, platform=platform, emit_src=False))
 
 
-def synthesize(directory, top):
-    """synth_ecp5 of `<top>.v` to `<top>.json`; cell counts to stat.json."""
-    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -top {top} -json {top}.json; "
+def synthesize(directory, top, flatten=True):
+    """synth_ecp5 of `<top>.v` to `<top>.json`; cell counts to stat.json. With `flatten`
+    off the hierarchy is kept and stat.json counts each module's cells: no logic is then
+    optimized across a module's boundary, so the counts are a few per cent above the
+    flattened build's."""
+    keep = "" if flatten else " -noflatten"
+    yosys(f"read_verilog -sv {top}.v; synth_ecp5{keep} -top {top} -json {top}.json; "
           "tee -q -o stat.json stat -json", directory)
 
 
@@ -181,14 +185,6 @@ def place_and_route(directory, top, report, freq, seed, placer):
             "--detailed-timing-report", "--json", f"{top}.json",
             "--report", os.path.relpath(report, directory), "--log", "nextpnr.log", "--quiet"]
     _run(argv, directory, "nextpnr.log")
-
-
-def synthesize_blocks(directory, top):
-    """synth_ecp5 of `<top>.v` with its hierarchy kept (-noflatten); cell counts per
-    module to stat.json. No logic is optimized across a module's boundary, so the counts
-    are a few per cent above the flattened build's."""
-    yosys(f"read_verilog -sv {top}.v; synth_ecp5 -noflatten -top {top}; "
-          "tee -q -o stat.json stat -json", directory)
 
 
 # --- results -----------------------------------------------------------------------
@@ -377,11 +373,16 @@ def block_shares(stat, top, depth=BLOCK_DEPTH):
         for cell in BLOCK_CELLS:
             counts[cell] += module["num_cells_by_type"].get(cell, 0)
     design = stat["design"]["num_cells_by_type"]
-    summed = {cell: sum(counts[cell] for counts in shares.values()) for cell in BLOCK_CELLS}
+    summed = block_totals(shares)
     if summed != {cell: design.get(cell, 0) for cell in BLOCK_CELLS}:
         # a module instantiated more than once: its cells would count once here
         raise ValueError(f"blocks sum to {summed}, the design has {design}")
     return shares
+
+
+def block_totals(shares):
+    """BLOCK_CELLS summed over every block."""
+    return {cell: sum(counts[cell] for counts in shares.values()) for cell in BLOCK_CELLS}
 
 
 def block_depth(text):
@@ -397,7 +398,7 @@ BLOCK_COLUMNS = (("LUT4", 6), ("LUT4 %", 6), ("CCU2C", 6), ("TRELLIS_DPR16X4", 1
 
 def blocks_table(name, shares):
     """A build's shares, most LUT4 first, and their sum."""
-    total = {cell: sum(counts[cell] for counts in shares.values()) for cell in BLOCK_CELLS}
+    total = block_totals(shares)
 
     def values(counts):
         share = f"{100 * counts['LUT4'] / total['LUT4']:.1f}" if total["LUT4"] else "-"
@@ -414,7 +415,7 @@ def blocks_table(name, shares):
 def build_blocks(name, top, make, out, depth):
     directory = out / "blocks" / name
     write_verilog(make(), top, directory / f"{top}.v", Ecp5Target())
-    synthesize_blocks(directory, top)
+    synthesize(directory, top, flatten=False)
     stat = json.loads((directory / "stat.json").read_text())
     return blocks_table(name, block_shares(stat, top, depth))
 
