@@ -39,7 +39,7 @@ _SPACES = {
 
 # Rule-violation messages, formatted with the command's fields plus es, dtype, ub_size.
 _RULE_MESSAGES = {
-    ErrorCode.TYPE_UNSUPPORTED: "element type {dtype} is not supported on profile {profile}",
+    ErrorCode.TYPE_UNSUPPORTED: "element type {dtype} is not supported {where}",
     ErrorCode.LEN_NOT_ELEMENT_MULTIPLE:
         "len_burst {len_burst} is not a multiple of the {es}-byte element",
     ErrorCode.PAD_WITHOUT_SELECT:
@@ -186,8 +186,11 @@ class Engine:
         return None if regs is None else dict(regs)
 
     def _rule_message(self, code, values):
+        sub_byte = values["dtype"] < len(isa.DTYPES) and isa.DTYPES[values["dtype"]].size == 0
+        where = ("on any profile (it is sub-byte)" if sub_byte
+                 else f"on profile {self.profile.name}")
         details = dict(values, es=rules.element_size(values), dtype=_dtype_name(values["dtype"]),
-                       profile=self.profile.name, ub_size=self.profile.ub_size)
+                       where=where, ub_size=self.profile.ub_size)
         return _RULE_MESSAGES[code].format(**details)
 
     @staticmethod

@@ -15,6 +15,10 @@ The text is MLIR-like; newlines carry no meaning and `//` starts a comment:
     types     := type [xN] (',' type [xN])*                   `i64 x5` = five i64
     type      := !pto.ptr<T, gm|ub> | <T, gm|ub> | i64 | i1 | index | f32 | ...
 
+Tokens are read as the parser needs them (the first error in reading order is reported
+as its token is read); MAX_NESTING bounds bracket depth and MAX_DIGITS a run of digits,
+so no stage recurses or converts numbers without bound (docs/semantics.md).
+
 The `pto.` prefix of an op is optional. `arith.constant`, `pto.castptr` and `pto.addptr`
 define values; every other op becomes one or more `Instr`s. A `%x =` always starts a
 statement, so an op without operands (a flag, a barrier) may be followed by a definition.
@@ -71,6 +75,11 @@ from .program import Instr
 
 # A grouped op unrolled into more copies than this is refused rather than materialised.
 MAX_SOFTWARE_COPIES = 1 << 16
+# Brackets ({, (, [, <) nest at most this deep: parsing nested items recurses.
+MAX_NESTING = 100
+# A digit run (a literal, %c123_i64, EVENT_ID3, x5) has at most this many digits: every
+# field is 64 bits or narrower, and converting longer runs costs time quadratic in length.
+MAX_DIGITS = 100
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -84,14 +93,17 @@ _TOKEN = re.compile(r"""
   | (?P<attribute>\#[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_.$]*)
   | (?P<punct>[(){}\[\]<>,:=*?])
-""", re.VERBOSE)
+""", re.VERBOSE | re.ASCII)      # ASCII: a digit is 0-9, never another script's digit
 
-_CONSTANT_NAME = re.compile(r"c(-?\d+)(?:_(?:i|si|ui|u)\d+|_index)?(?:_\d+)?")
+_CONSTANT_NAME = re.compile(r"c(-?\d+)(?:_(?:i|si|ui|u)\d+|_index)?(?:_\d+)?", re.ASCII)
 _BOOLEAN_NAME = re.compile(r"(true|false)(?:_\d+)?")
-_INTEGER_TYPE = re.compile(r"(?:i|si|ui|u)\d+|index")
+_INTEGER_TYPE = re.compile(r"(?:i|si|ui|u)\d+|index", re.ASCII)
 _FLOAT_TYPE = re.compile(r"bf16|f16|f32|f64")
-_REPEAT = re.compile(r"x(\d+)")
-_EVENT = re.compile(r"EVENT_ID(\d+)")
+_REPEAT = re.compile(r"x(\d+)", re.ASCII)
+_EVENT = re.compile(r"EVENT_ID(\d+)", re.ASCII)
+_LONG_DIGITS = re.compile(r"[0-9]{%d}" % (MAX_DIGITS + 1))
+_OPENING, _CLOSING = "{([<", "})]>"
+_WORDS = ("value", "symbol", "number", "dialect_type", "attribute", "ident")
 
 # name -> (exponent bits, mantissa bits, finite only: no infinities, NaN = all ones)
 _FLOAT_FORMATS = {
@@ -179,8 +191,13 @@ def _error(token, message):
     return ProgramError(message, token.line, token.column)
 
 
-def tokenize(text):
-    tokens, pos, line, line_start = [], 0, 1, 0
+def read_tokens(text):
+    """The tokens of `text`, read one at a time, so that an error in the first lines is
+    reported before the rest of a long text is read. Nesting of brackets deeper than
+    MAX_NESTING and digit runs longer than MAX_DIGITS are refused here, at the token that
+    exceeds them: no later stage then recurses without bound or converts a number of
+    unbounded size."""
+    pos, line, line_start, depth = 0, 1, 0, 0
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         column = pos - line_start + 1
@@ -188,15 +205,40 @@ def tokenize(text):
             if text[pos] == '"':
                 raise ProgramError("unterminated string", line, column)
             raise ProgramError(f"unexpected character {text[pos]!r}", line, column)
-        if match.lastgroup not in ("space", "comment"):
-            tokens.append(Token(match.lastgroup, match.group(), line, column, pos, match.end()))
+        kind = match.lastgroup
+        if kind not in ("space", "comment"):
+            token = Token(kind, match.group(), line, column, pos, match.end())
+            depth = _nesting(token, depth)
+            if kind != "string" and _LONG_DIGITS.search(token.text):
+                raise _error(token, f"a number of more than {MAX_DIGITS} digits")
+            glued = text[token.end:token.end + 1]
+            if kind in _WORDS and glued.isalnum() and not glued.isascii():
+                # `x٣`, `%c٣`: a word that goes on in another script is that script's
+                # character, not a shorter ASCII word and an error after it
+                raise ProgramError(f"unexpected character {glued!r}", line,
+                                   token.end - line_start + 1)
+            yield token
         newlines = match.group().count("\n")
         if newlines:
             line += newlines
             line_start = pos + match.group().rindex("\n") + 1
         pos = match.end()
-    tokens.append(Token("eof", "", line, pos - line_start + 1, pos, pos))
-    return tokens
+    yield Token("eof", "", line, pos - line_start + 1, pos, pos)
+
+
+def _nesting(token, depth):
+    """Bracket depth after `token`; the parser checks that brackets match."""
+    if token.kind != "punct":
+        return depth
+    if token.text in _OPENING:
+        if depth == MAX_NESTING:
+            raise _error(token, f"nesting deeper than {MAX_NESTING} levels of brackets")
+        return depth + 1
+    return max(depth - 1, 0) if token.text in _CLOSING else depth
+
+
+def tokenize(text):
+    return list(read_tokens(text))
 
 
 def parse(text, bindings=None):
@@ -266,7 +308,10 @@ def pad_pattern(value, dtype, token):
         raise _error(token, f"a hifloat8 constant cannot be converted to {dtype.name}")
     misfit = (ErrorCode.FIELD_RANGE, f"pad value {value.number} does not fit {dtype.name}")
     if dtype.name in _FLOAT_FORMATS:
-        bits = encode_float(float(value.number), _FLOAT_FORMATS[dtype.name])
+        try:
+            bits = encode_float(float(value.number), _FLOAT_FORMATS[dtype.name])
+        except OverflowError:               # an integer beyond every float's range
+            bits = None
         return (0, misfit) if bits is None else (bits, None)
     if dtype.name == "hifloat8":
         if value.number == 0:
@@ -277,7 +322,7 @@ def pad_pattern(value, dtype, token):
         return 0, misfit
     low, high = _integer_range(dtype)
     if not low <= int(number) <= high:
-        return int(number), misfit
+        return 0, misfit
     return int(number) & ((1 << (dtype.size * 8)) - 1), None
 
 
@@ -323,9 +368,10 @@ def _uncounted_set(src, dst, event):
 def _pipe(name, token):
     if name in PIPE_NAMES:
         return PIPE_NAMES[name]
-    if name in EXTERNAL_PIPE_NAMES or name.startswith("PIPE_"):
+    if name in EXTERNAL_PIPE_NAMES:
         return Pipe.EXTERNAL
-    raise _error(token, f"unknown pipe {name!r}")
+    raise _error(token, f"unknown pipe {name!r}: the ISA's pipes are "
+                        f"{', '.join((*PIPE_NAMES, *EXTERNAL_PIPE_NAMES))}")
 
 
 def _statement_text(source):
@@ -335,7 +381,8 @@ def _statement_text(source):
 class _Parser:
     def __init__(self, text, bindings):
         self.text = text
-        self.tokens = tokenize(text)
+        self.tokens = []           # read so far, from the lazy `read_tokens(text)`
+        self.unread = read_tokens(text)
         self.pos = 0
         self.bindings = {name.lstrip("%"): v for name, v in (bindings or {}).items()}
         self.values = {}      # names the program defined
@@ -346,11 +393,15 @@ class _Parser:
     # token stream
 
     def peek(self, ahead=0):
+        while len(self.tokens) <= self.pos + ahead and (
+                not self.tokens or self.tokens[-1].kind != "eof"):
+            self.tokens.append(next(self.unread))
         return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
 
     def advance(self):
         token = self.peek()
-        self.pos = min(self.pos + 1, len(self.tokens) - 1)
+        if token.kind != "eof":
+            self.pos += 1
         return token
 
     def at(self, text):
@@ -484,12 +535,24 @@ class _Parser:
         types = []
         while True:
             item = self.parse_type()
-            repeat = _REPEAT.fullmatch(self.peek().text) if self.peek().kind == "ident" else None
-            if repeat:
-                self.advance()
-            types += [item] * (int(repeat.group(1)) if repeat else 1)
+            types += [item] * self.repeat_count()
             if not self.accept(","):
                 return types
+
+    def repeat_count(self):
+        """The N of a type's `xN`, else 1. Each type stands for an operand of at least two
+        characters (`%a`), so N beyond half the text's length cannot be right and is
+        refused before a list that long is built."""
+        token = self.peek()
+        repeat = _REPEAT.fullmatch(token.text) if token.kind == "ident" else None
+        if not repeat:
+            return 1
+        self.advance()
+        count = int(repeat.group(1))
+        if count > len(self.text) // 2:
+            raise _error(token, f"{token.text} repeats a type more times than the program "
+                                "has operands")
+        return count
 
     def parse_type_group(self):
         """A type list, possibly parenthesised (and then possibly empty)."""
@@ -656,7 +719,7 @@ class _Parser:
         is_hex = text.lstrip("-").startswith("0x")
         if declared.name in _FLOAT_FORMATS:
             fmt = _FLOAT_FORMATS[declared.name]
-            bits = int(text, 16) if is_hex else encode_float(float(text), fmt)
+            bits = int(text, 16) if is_hex else encode_float(self.finite(literal), fmt)
             if bits is None or not 0 <= bits < 1 << (1 + fmt[0] + fmt[1]):
                 raise _error(literal, f"{text} does not fit {declared.name}")
             return Value(decode_float(bits, fmt), declared, bits)
@@ -667,6 +730,16 @@ class _Parser:
         if not is_hex and not re.fullmatch(r"-?\d+", text):
             raise _error(literal, f"{text} is not an integer, but the type is {declared.name}")
         return Value(int(text, 16) if is_hex else int(text, 10), declared)
+
+    @staticmethod
+    def finite(literal):
+        """A decimal float literal's value. One beyond f64's range would read as infinity;
+        it is refused instead (infinity has its own bit pattern, written in hex)."""
+        number = float(literal.text)
+        if math.isinf(number):
+            raise _error(literal, f"{literal.text} is beyond the range of every float type; "
+                                  "write infinity as its hex bit pattern")
+        return number
 
     def define_pointer(self, stmt):
         if stmt.result is None:

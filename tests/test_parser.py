@@ -191,7 +191,7 @@ def test_addptr_of_a_free_name_needs_a_known_element_type():
 @pytest.mark.parametrize("name, pipe", [("PIPE_MTE2", Pipe.MTE2), ("PIPE_MTE3", Pipe.MTE3),
                                         ("PIPE_V", Pipe.V), ("PIPE_S", Pipe.EXTERNAL),
                                         ("PIPE_FIX", Pipe.EXTERNAL),
-                                        ("PIPE_SOMETHING_NEW", Pipe.EXTERNAL)])
+                                        ("PIPE_MTE5", Pipe.EXTERNAL)])
 def test_flag_pipes(name, pipe):
     instrs = parse(f'set_flag["{name}", <PIPE_V>, <EVENT_ID7>]\n'
                    f'wait_flag["{name}", <PIPE_V>, <EVENT_ID7>]')
@@ -203,6 +203,8 @@ def test_flag_pipes(name, pipe):
 def test_flag_errors():
     err = program_error("pto.set_flag[<PIPE_MTE2>, <MTE3>, <EVENT_ID0>]")
     assert (err.line, err.column, "unknown pipe" in err.message) == (1, 28, True)
+    err = program_error("pto.set_flag[<PIPE_MTE2>, <PIPE_MTE33>, <EVENT_ID0>]")
+    assert (err.line, err.column, "unknown pipe 'PIPE_MTE33'" in err.message) == (1, 28, True)
     err = program_error('pto.set_flag["PIPE_MTE2", "PIPE_V", "EVENT_X"]')
     assert (err.line, err.column) == (1, 37)
     err = program_error("\n  pto.set_flag[<PIPE_MTE2>, <PIPE_V>]")
@@ -626,7 +628,9 @@ def test_float_encoding_matches_numpy():
     ("pto.set_loop_size_outtoub %c1, : i64, i64", (1, 32), "expected an operand"),
     ("pto.set_loop_size_outtoub %c1 %c1 : i64, i64", (1, 31), "expected ','"),
     ("\n  pto.set_loop_size_outtoub %c1, %c1 ; i64", (2, 38), "unexpected character"),
-    ('pto.set_flag["PIPE_V, "PIPE_MTE2", "EVENT_ID0"]', (1, 46), "unterminated string"),
+    ('pto.set_flag["PIPE_V", "PIPE_MTE2", "EVENT_ID0]', (1, 37), "unterminated string"),
+    # the first error in reading order, though a later line holds a bad character
+    ('pto.set_flag["PIPE_V, "PIPE_MTE2", "EVENT_ID0"]\n;', (1, 24), "expected ']'"),
     ("module {\n pto.set_loop_size_outtoub %c1, %c1 : i64, i64\n", (3, 1), "expected '}'"),
     ("}", (1, 1), "unmatched"),
     ("pto.set_loop_size_outtoub %c1, %c1 {a = 1 : i64, i64", (1, 36), "unclosed"),
