@@ -16,7 +16,7 @@ import numpy as np
 from .assembler import encode_instr
 from .engine import Engine
 from .errors import MteError, ProgramError
-from .isa import DEFAULT_PROFILE, PROFILES, Pipe
+from .isa import DEFAULT_PROFILE, DTYPES, PROFILES, Pipe
 from .memory import GlobalMemory
 from .parser import parse
 
@@ -177,13 +177,13 @@ def _read_file(path, what):
         raise UsageError(f"cannot read {what} {path}: {e.strerror}") from None
 
 
-def _load_program(path, bindings):
+def _load_program(path, bindings, profile=DEFAULT_PROFILE):
     try:
         text = _read_file(path, "program").decode("utf-8")
     except UnicodeDecodeError as e:
         raise UsageError(f"{path} is not UTF-8 text: {e.reason}") from None
     try:
-        return parse(text, bindings)
+        return parse(text, bindings, profile)
     except ProgramError as e:
         raise UsageError(f"{path}:{e.line}:{e.column}: {e.message}") from None
 
@@ -234,7 +234,9 @@ def _write_dumps(dumps, read):
 
 def run_command(args):
     ub_size = PROFILES[args.profile].ub_size
-    instrs = _load_program(args.program, dict(args.bind))
+    instrs = _load_program(args.program, dict(args.bind), args.profile)
+    if args.show_lowering:
+        print(lowering_text(instrs), end="")
     gm = _global_memory(args.gm)
     ub_preloads = _ub_preloads(args.ub, ub_size)
     _check_dumps(gm, args.dump_gm, args.dump_ub, ub_size)
@@ -246,6 +248,28 @@ def run_command(args):
         return EXIT_RULE_VIOLATION
     print("\n".join(result.summary))
     return EXIT_OK
+
+
+def _field_text(name, value):
+    if name == "dtype":
+        return f"dtype={DTYPES[value].name}"
+    hex_field = name.startswith(("gm_", "ub_")) or name == "pad_val"
+    return f"{name}={value:#x}" if hex_field else f"{name}={value}"
+
+
+def lowering_text(instrs):
+    """The commands each tile op became, each line headed by the tile op's line."""
+    lines, shown = [], None
+    for instr in instrs:
+        source = instr.extra.get("tile_op")
+        if source is None:
+            continue
+        if (instr.line, source) != shown:
+            shown = (instr.line, source)
+            lines.append(f"line {instr.line}: {source}")
+        fields = " ".join(_field_text(f.name, instr.values[f.name]) for f in instr.op.fields)
+        lines.append(f"line {instr.line}:   {instr.mnemonic} {fields}")
+    return "".join(line + "\n" for line in lines)
 
 
 # --- the asm and header commands -----------------------------------------------------
@@ -295,7 +319,7 @@ def _write_output(path, data):
 def asm_command(args):
     if not args.name.isidentifier() or not args.name.isascii():
         raise UsageError(f"--name {args.name!r} is not a C identifier")
-    instrs = _load_program(args.program, dict(args.bind))
+    instrs = _load_program(args.program, dict(args.bind), args.profile)
     try:
         commands = _commands(instrs)
     except MteError as error:
@@ -321,6 +345,9 @@ def _program_arguments(parser):
     parser.add_argument("program", metavar="PROGRAM", help="PTO program text file")
     parser.add_argument("--bind", type=binding, action="append", default=[],
                         metavar="NAME=VALUE", help="bind a free name such as arg0 (repeatable)")
+    parser.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE,
+                        help=f"target profile (UB size, f8 types, the room pto.tassign "
+                             f"checks); default {DEFAULT_PROFILE}")
 
 
 def argument_parser():
@@ -330,10 +357,11 @@ def argument_parser():
                               epilog=RUN_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     _program_arguments(run)
-    run.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE,
-                     help=f"target profile (UB size, f8 types); default {DEFAULT_PROFILE}")
     run.add_argument("--engine", choices=list(ENGINES), default="model",
                      help="what executes the program; default model (the golden model)")
+    run.add_argument("--show-lowering", action="store_true",
+                     help="first print the engine commands each tile op (pto.tload, "
+                          "pto.tstore, ...) became, each with the tile op's line")
     run.add_argument("--gm", type=gm_window, action="append", default=[],
                      metavar="ADDR=FILE|ADDR:LEN", help="map a GM window (repeatable)")
     run.add_argument("--ub", type=ub_preload, action="append", default=[],

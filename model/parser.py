@@ -20,7 +20,9 @@ as its token is read); MAX_NESTING bounds bracket depth and MAX_DIGITS a run of 
 so no stage recurses or converts numbers without bound (docs/semantics.md).
 
 The `pto.` prefix of an op is optional. `arith.constant`, `pto.castptr` and `pto.addptr`
-define values; every other op becomes one or more `Instr`s. A `%x =` always starts a
+define values; every other op becomes one or more `Instr`s. The tile ops (`tassign`,
+`make_tensor_view`, `partition_view`, `tload`, `tprefetch`, `tstore`) are read and
+lowered by model/tiles.py. A `%x =` always starts a
 statement, so an op without operands (a flag, a barrier) may be followed by a definition.
 `arith.constant true` / `false` (optionally `: i1`) are the i1 values 1 and 0.
 
@@ -70,8 +72,10 @@ from fractions import Fraction
 
 from .errors import ProgramError
 from .isa import (DTYPE_BY_NAME, EVENT_ID_BITS, EXTERNAL_PIPE_NAMES, FLAG_DEPTH,
-                  OP_BY_MNEMONIC, PIPE_NAMES, DType, ErrorCode, Pipe)
+                  OP_BY_MNEMONIC, PIPE_NAMES, PROFILES, DEFAULT_PROFILE, DType, ErrorCode,
+                  Pipe)
 from .program import Instr
+from .tiles import TILE_OPS, TileScope
 
 # A grouped op unrolled into more copies than this is refused rather than materialised.
 MAX_SOFTWARE_COPIES = 1 << 16
@@ -241,9 +245,10 @@ def tokenize(text):
     return list(read_tokens(text))
 
 
-def parse(text, bindings=None):
-    """Parse a PTO program into engine instructions. Raises ProgramError."""
-    return _Parser(text, bindings).parse_program()
+def parse(text, bindings=None, profile=DEFAULT_PROFILE):
+    """Parse a PTO program into engine instructions. Raises ProgramError. The profile's
+    UB size bounds the tiles `pto.tassign` places (model/tiles.py)."""
+    return _Parser(text, bindings, PROFILES[profile]).parse_program()
 
 
 # --- float bit patterns -------------------------------------------------------------
@@ -379,7 +384,7 @@ def _statement_text(source):
 
 
 class _Parser:
-    def __init__(self, text, bindings):
+    def __init__(self, text, bindings, profile):
         self.text = text
         self.tokens = []           # read so far, from the lazy `read_tokens(text)`
         self.unread = read_tokens(text)
@@ -389,6 +394,7 @@ class _Parser:
         self.arg_types = {}   # declared types of function arguments
         self.instrs = []
         self.flag_balance = Counter()   # (src, dst, event): set_flags so far less wait_flags
+        self.tile_scope = TileScope(profile)
 
     # token stream
 
@@ -619,6 +625,8 @@ class _Parser:
         if op.text == "arith.constant":
             return self.define_constant(op, result)
         name = op.text.removeprefix("pto.")
+        if name in TILE_OPS:
+            return self.tile_op(op, name, result)
         if name not in OP_BY_MNEMONIC and name not in _GROUPED + ("castptr", "addptr", "barrier"):
             raise _error(op, f"unknown op {op.text!r}")
         stmt = self.parse_statement_body(op, name, result)
@@ -635,6 +643,15 @@ class _Parser:
         if name == "set_mov_pad_val":
             return self.set_mov_pad_val(stmt)
         return self.legacy(stmt)
+
+    def tile_op(self, op, name, result):
+        """A tile op (model/tiles.py) is the engine commands it lowers to, each marked
+        with the op it came from (`mte run --show-lowering`)."""
+        commands = self.tile_scope.statement(self, op, name, result)
+        stmt = Statement(op, name, result, text=_statement_text(self.source(result or op)))
+        for mnemonic, values, deferred in commands:
+            self.emit(stmt, mnemonic, values, deferred)
+            self.instrs[-1].extra["tile_op"] = stmt.text
 
     def parse_statement_body(self, op, name, result):
         stmt = Statement(op, name, result)
