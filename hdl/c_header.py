@@ -132,7 +132,8 @@ def c_header():
     lines += _enum_lines("Error codes: the code field of <pipe>_ERROR; a lower value wins "
                          "when several rules fail.", "ERR",
                          ((e.name, e.value) for e in isa.ErrorCode)) + [""]
-    lines += _enum_lines("Pipes: src_pipe and dst_pipe of set_flag and wait_flag (EXTERNAL: "
+    lines += _enum_lines("Pipes: src_pipe and dst_pipe of set_flag and wait_flag, the pipe of "
+                         "get_buf and rls_buf (EXTERNAL: "
                          "any pipe outside this engine).", "PIPE",
                          ((p.name, p.value) for p in isa.Pipe)) + [""]
     lines += _enum_lines("Element types: the dtype field.", "DTYPE",

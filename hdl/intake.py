@@ -181,8 +181,8 @@ def first_word_command(first_word):
 
 
 def command_pipe(m, first_word):
-    """The pipe that executes the command this word starts (isa.op_pipe): fixed per op, or
-    the flag's own side (a flag is one word).
+    """The pipe that executes the command this word starts (isa.op_pipe): fixed per op, the
+    flag's own side, or the token's pipe (a flag or a token is one word).
 
     An opcode outside the table maps to EXTERNAL, so it is dropped like a foreign flag."""
     cmd = first_word_command(first_word)
@@ -194,6 +194,8 @@ def command_pipe(m, first_word):
                     m.d.comb += pipe.eq(op_fields(cmd, op.opcode).src_pipe)
                 elif op.opcode == Opcode.WAIT_FLAG:
                     m.d.comb += pipe.eq(op_fields(cmd, op.opcode).dst_pipe)
+                elif op.opcode in (Opcode.GET_BUF, Opcode.RLS_BUF):
+                    m.d.comb += pipe.eq(op_fields(cmd, op.opcode).pipe)
                 else:
                     m.d.comb += pipe.eq(op.pipe)
     return pipe

@@ -38,6 +38,8 @@ class Opcode(enum.IntEnum, shape=OPCODE_BITS):
     COPY_UBUF_TO_UBUF = 10
     SET_FLAG = 11
     WAIT_FLAG = 12
+    GET_BUF = 13
+    RLS_BUF = 14
 
 
 @unique
@@ -54,6 +56,7 @@ PIPE_NAMES = {"PIPE_MTE2": Pipe.MTE2, "PIPE_MTE3": Pipe.MTE3, "PIPE_V": Pipe.V}
 EXTERNAL_PIPE_NAMES = ("PIPE_S", "PIPE_MTE1", "PIPE_FIX", "PIPE_M", "PIPE_ALL", "PIPE_MTE4",
                        "PIPE_MTE5", "PIPE_V2")
 EVENT_ID_BITS = 4
+BUF_ID_BITS = 5       # buffer-id tokens 0..31 (get_buf / rls_buf)
 # Outstanding set_flags the engine counts per (source pipe, destination pipe, event id).
 FLAG_DEPTH = 7
 
@@ -91,7 +94,7 @@ class Field:
 class Op:
     mnemonic: str
     opcode: Opcode
-    pipe: Pipe | None        # None: the pipe comes from the command (set_flag / wait_flag)
+    pipe: Pipe | None        # None: the pipe comes from the command (flags and tokens)
     fields: tuple
 
     @property
@@ -123,6 +126,12 @@ def _loop_stride(src_space, dst_space):
     width = {"gm": GM_ADDR_BITS, "ub": UB_ADDR_BITS}
     return (Field("src_stride", width[src_space], "bytes", src_space),
             Field("dst_stride", width[dst_space], "bytes", dst_space))
+
+
+def _token_fields():
+    # mode is the ISA's bool operand (get_buf(pipe, buf_id, bool mode)); it orders nothing.
+    return (Field("pipe", 2, "code"), Field("buf_id", BUF_ID_BITS, "code"),
+            Field("mode", 1, "flag"))
 
 
 _DTYPE = Field("dtype", 5, "code")
@@ -178,6 +187,8 @@ OPS = (
     Op("wait_flag", Opcode.WAIT_FLAG, None, (
         Field("src_pipe", 2, "code"), Field("dst_pipe", 2, "code"),
         Field("event_id", EVENT_ID_BITS, "code"))),
+    Op("get_buf", Opcode.GET_BUF, None, _token_fields()),
+    Op("rls_buf", Opcode.RLS_BUF, None, _token_fields()),
 )
 
 OP_BY_OPCODE = {op.opcode: op for op in OPS}
@@ -187,7 +198,10 @@ COPY_OPCODES = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM, Opcode.COPY_UBUF
 
 
 def op_pipe(op, values):
-    """The pipe that executes a command: fixed per op, or the flag's own side."""
+    """The pipe that executes a command: fixed per op, the flag's own side, or the
+    token's pipe."""
+    if op.opcode in (Opcode.GET_BUF, Opcode.RLS_BUF):
+        return Pipe(values["pipe"])
     if op.opcode == Opcode.SET_FLAG:
         return Pipe(values["src_pipe"])
     if op.opcode == Opcode.WAIT_FLAG:

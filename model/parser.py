@@ -61,6 +61,14 @@ program order (one no earlier wait_flag consumed): a program's result is its pro
 order, and the engine would hold the waiting pipe for a later set_flag, or forever. At
 no point may more than FLAG_DEPTH (7) set_flags of one flag wait in program order for
 their wait_flags: the engine counts that many per flag.
+
+Tokens. `get_buf "PIPE_X", %id, %mode [: i64, i64]` / `rls_buf ...` (operands may be
+integer literals). Taken in program order, the get_bufs and rls_bufs of one token id on the
+engine's pipes alternate: a get_buf finds the token free (never taken, or released by the
+rls_buf of its last get_buf), and an rls_buf releases a token its own pipe holds. The
+engine hands a token on in program order, so any other order would hold a pipe at a
+get_buf until a later rls_buf, or forever. Tokens of a pipe the engine does not have are
+dropped and take no part in the rule.
 """
 
 import itertools
@@ -117,6 +125,8 @@ _FLOAT_FORMATS = {
 
 _GROUPED = ("mte_gm_ub", "mte_ub_gm", "mte_ub_ub")
 _FLAGS = ("set_flag", "wait_flag")
+_TOKENS = ("get_buf", "rls_buf")
+_INTEGER_LITERAL = re.compile(r"-?(?:0x[0-9A-Fa-f]+|\d+)")
 _ENGINE_PIPES = tuple(PIPE_NAMES.values())
 
 
@@ -370,6 +380,28 @@ def _uncounted_set(src, dst, event):
             f"until a wait_flag consumes one, which can hang the engine")
 
 
+def _pipe_name(pipe):
+    return f"PIPE_{Pipe(pipe).name}"
+
+
+def _token_misuse(mnemonic, pipe, buf_id, holder):
+    """Why a get_buf / rls_buf breaks the token rule, or None. `holder`: (pipe, line) of
+    the get_buf that holds the token, or None when it is free."""
+    if mnemonic == "get_buf" and holder is not None:
+        return (f"get_buf {_pipe_name(pipe)} takes token {buf_id}, which {_pipe_name(holder[0])} "
+                f"took at line {holder[1]} and has not released before it in program order: "
+                f"the engine hands a token on in program order, so {_pipe_name(pipe)} would "
+                f"wait for a later rls_buf, or forever")
+    if mnemonic == "rls_buf" and holder is None:
+        return (f"rls_buf {_pipe_name(pipe)} releases token {buf_id}, which no get_buf holds "
+                f"at this point in program order")
+    if mnemonic == "rls_buf" and holder[0] != pipe:
+        return (f"rls_buf {_pipe_name(pipe)} releases token {buf_id}, which "
+                f"{_pipe_name(holder[0])} holds (get_buf at line {holder[1]}): only the "
+                f"holder releases a token")
+    return None
+
+
 def _pipe(name, token):
     if name in PIPE_NAMES:
         return PIPE_NAMES[name]
@@ -395,6 +427,7 @@ class _Parser:
         self.instrs = []
         self.flag_balance = Counter()   # (src, dst, event): set_flags so far less wait_flags
         self.tile_scope = TileScope(profile)
+        self.token_holders = {}         # buf_id: (pipe, line) of the get_buf holding it
 
     # token stream
 
@@ -640,6 +673,8 @@ class _Parser:
             return self.flag(stmt)
         if name == "barrier":
             return self.barrier(stmt)
+        if name in _TOKENS:
+            return self.token(stmt)
         if name == "set_mov_pad_val":
             return self.set_mov_pad_val(stmt)
         return self.legacy(stmt)
@@ -662,7 +697,11 @@ class _Parser:
         elif name == "barrier" and (self.peek().kind in ("string", "attribute", "ident")
                                     or self.at("<")):
             stmt.flags = [self.parse_flag_item()]
-        stmt.operands = self.parse_operand_list()
+        if name in _TOKENS:
+            stmt.flags = [self.parse_flag_item()]
+            stmt.operands = self.parse_token_operands()
+        else:
+            stmt.operands = self.parse_operand_list()
         while self.peek().kind == "ident" and self.peek(1).text == "(":
             clause_name = self.advance()
             self.advance()
@@ -683,6 +722,9 @@ class _Parser:
     # names and values
 
     def resolve(self, token):
+        if token.kind == "number":        # an integer literal operand (get_buf / rls_buf)
+            text = token.text
+            return Value(int(text, 16) if "x" in text else int(text, 10))
         name = token.text[1:]
         if name in self.values:
             return self.values[name]
@@ -842,6 +884,8 @@ class _Parser:
             if mnemonic == "set_flag" and self.flag_balance[key] == FLAG_DEPTH:
                 raise _error(stmt.op, _uncounted_set(*key))
             self.flag_balance[key] += 1 if mnemonic == "set_flag" else -1
+        if mnemonic in _TOKENS and values["pipe"] != Pipe.EXTERNAL:
+            self.take_or_release(stmt, mnemonic, values)
         self.instrs.append(Instr(OP_BY_MNEMONIC[mnemonic], values, stmt.op.line,
                                  stmt.op.column, stmt.text, deferred))
 
@@ -888,6 +932,41 @@ class _Parser:
         self.emit(stmt, stmt.name, {"src_pipe": int(_pipe(src, src_tok)),
                                     "dst_pipe": int(_pipe(dst, dst_tok)),
                                     "event_id": int(event_id.group(1))})
+
+    def take_or_release(self, stmt, mnemonic, values):
+        buf_id = values["buf_id"]
+        misuse = _token_misuse(mnemonic, values["pipe"], buf_id, self.token_holders.get(buf_id))
+        if misuse:
+            raise _error(stmt.op, misuse)
+        if mnemonic == "get_buf":
+            self.token_holders[buf_id] = (values["pipe"], stmt.op.line)
+        else:
+            del self.token_holders[buf_id]
+
+    def token(self, stmt):
+        """get_buf / rls_buf "PIPE_X", buf_id, mode: integer literals or typed values."""
+        self.check_no_clauses(stmt)
+        self.check_operand_count(stmt, 2)
+        if stmt.types:
+            self.check_type_count(stmt, 2)
+        ((name, pipe_token),) = stmt.flags
+        buf_id, mode = (self.scalar(arg) if stmt.types else self.integer(arg.token, arg.value)
+                        for arg in self.args(stmt.operands, stmt.types or [None, None]))
+        self.emit(stmt, stmt.name, {"pipe": int(_pipe(name, pipe_token)), "buf_id": buf_id,
+                                    "mode": mode})
+
+    def parse_token_operands(self):
+        """`, %a, %b` where each operand may also be an integer literal (`, 0, 0`)."""
+        operands = []
+        while self.accept(","):
+            token = self.peek()
+            if token.kind == "number" and not _INTEGER_LITERAL.fullmatch(token.text):
+                raise _error(token, f"{token.text} is not an integer")
+            if token.kind not in ("value", "number"):
+                raise _error(token, f"expected an operand such as %x or 0, "
+                                    f"found {token.describe()}")
+            operands.append(self.advance())
+        return operands
 
     def barrier(self, stmt):
         """pipe_barrier: the pipe's later commands wait until its earlier ones finished; with
