@@ -7,6 +7,10 @@ Engines are runners in `ENGINES`: each takes the parsed program and the initial 
 """
 
 import argparse
+import fcntl
+import os
+import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +19,13 @@ import numpy as np
 
 from .assembler import encode_instr
 from .engine import Engine
-from .errors import MteError, ProgramError
+from .errors import BindingError, MteError, ProgramError
 from .isa import DEFAULT_PROFILE, DTYPES, PROFILES, Pipe
-from .memory import GlobalMemory
-from .parser import parse
+from .memory import GM_SIZE, GlobalMemory
+from .parser import MAX_DIGITS, parse
+
+# A program file larger than this is refused unread: real kernels are kilobytes.
+MAX_PROGRAM_BYTES = 16 << 20
 
 EXIT_OK, EXIT_RULE_VIOLATION, EXIT_USAGE = 0, 1, 2
 
@@ -27,14 +34,18 @@ Run a PTO program (the text of seed 000's examples, v0.6 grouped forms, or a PTO
 `module { func.func ... }` kernel) and optionally dump GM and UB afterwards."""
 
 RUN_EPILOG = """\
-ADDR, LEN and VALUE are decimal or 0x hex.
+ADDR, LEN and VALUE are decimal or 0x hex (ASCII digits). Every file read must be a
+regular file: the program at most 16 MiB, a --ub file at most the UB from ADDR, a --gm
+file at most the 40-bit GM from ADDR.
 
   --gm ADDR=FILE       map FILE's bytes at GM address ADDR (GM is sparse: only mapped
                        windows exist; touching anything else is a BUS_ERROR)
   --gm ADDR:LEN        map LEN zero bytes at ADDR
   --ub ADDR=FILE       preload UB at ADDR with FILE's bytes (UB otherwise starts zeroed)
   --bind NAME=VALUE    give a free program name its value: --bind arg0=0x1000 binds %arg0;
-                       a pointer's value is its byte address
+                       a pointer's value is its byte address. Each NAME once, and one the
+                       program reads: not unused, not defined by the program, not a
+                       constant by name such as c128
   --dump-gm ADDR:LEN=FILE, --dump-ub ADDR:LEN=FILE
                        write LEN bytes of GM / UB starting at ADDR to FILE when the run ends
 
@@ -118,13 +129,28 @@ ENGINES = {"model": run_on_model, "rtl": run_on_rtl, "both": run_on_both}
 
 # --- argument values --------------------------------------------------------------
 
+# ASCII digits only (int() would take other scripts' digits, `_` and spaces), bounded as
+# in program text.
+_NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]{1,%d}|[0-9]{1,%d})" % (MAX_DIGITS, MAX_DIGITS))
+# What a `%name` of program text may hold.
+_PROGRAM_NAME = re.compile(r"[A-Za-z0-9_$.\-]+")
+# Names an array cannot take: C23's keywords, the reserved forms, <stdint.h>'s types.
+_C_KEYWORDS = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto
+    if inline int long register restrict return short signed sizeof static struct switch
+    typedef union unsigned void volatile while alignas alignof bool constexpr false nullptr
+    static_assert thread_local true typeof typeof_unqual asm _Alignas _Alignof _Atomic
+    _BitInt _Bool _Complex _Decimal128 _Decimal32 _Decimal64 _Generic _Imaginary _Noreturn
+    _Static_assert _Thread_local""".split())
+_C_RESERVED = re.compile(r"_[A-Z_].*|u?int(?:_least|_fast)?(?:8|16|32|64)_t|u?int(?:ptr|max)_t")
+
+
 def number(text):
     """Decimal or 0x hex integer (a sign is allowed)."""
+    if not _NUMBER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a decimal or 0x hex number")
     body = text.lstrip("+-")
-    try:
-        return int(text, 16) if body[:2].lower() == "0x" else int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a decimal or 0x hex number") from None
+    return int(text, 16) if body[:2].lower() == "0x" else int(text, 10)
 
 
 def natural(text):
@@ -145,6 +171,10 @@ def gm_window(text):
     """ADDR=FILE or ADDR:LEN -> (addr, path or length)."""
     if "=" in text:
         addr, path = _split(text, "=", "ADDR=FILE")
+        if ":" in addr:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} gives both a length and a file: a window is ADDR=FILE (the "
+                "file's bytes) or ADDR:LEN (zeros)")
         return natural(addr), path
     addr, length = _split(text, ":", "ADDR=FILE or ADDR:LEN")
     return natural(addr), natural(length)
@@ -157,7 +187,20 @@ def ub_preload(text):
 
 def binding(text):
     name, value = _split(text, "=", "NAME=VALUE")
-    return name.lstrip("%"), number(value)
+    name = name.removeprefix("%")
+    if not _PROGRAM_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(
+            f"{name!r} is not a name program text can write as %NAME (ASCII letters, "
+            "digits, _ $ . -)")
+    return name, number(value)
+
+
+def c_name(text):
+    if not (text.isascii() and text.isidentifier()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a C identifier")
+    if text in _C_KEYWORDS or _C_RESERVED.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a C keyword or reserved name")
+    return text
 
 
 def dump(text):
@@ -169,29 +212,79 @@ def dump(text):
 
 # --- the run command ----------------------------------------------------------------
 
-def _read_file(path, what):
+def _read_file(path, what, limit, room):
+    """The bytes of a regular file of at most `limit` bytes (`room` says where they go).
+    A device (/dev/zero), a FIFO, a directory or a larger file is refused unread; the
+    open does not wait for a FIFO's writer."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise UsageError(f"{what} {path} is not a regular file")
+        with open(fd, "rb") as f:
+            data = _read_at_most(f, limit + 1) if info.st_size <= limit else None
     except OSError as e:
         raise UsageError(f"cannot read {what} {path}: {e.strerror}") from None
+    if data is None or len(data) > limit:     # a /proc file's size says 0: read to see
+        size = info.st_size if data is None else f"more than {limit}"
+        raise UsageError(f"{what} {path} holds {size} bytes; {room}")
+    return data
+
+
+def _read_at_most(f, limit):
+    """Up to `limit` bytes, in chunks: one read of `limit` would allocate all of it."""
+    chunks, total = [], 0
+    while total < limit:
+        chunk = f.read(min(1 << 20, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _write_file(path, data, what):
+    """Write `data` to `path`; a FIFO without a reader is refused, not waited for."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        with open(fd, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise UsageError(f"cannot write {what}{path}: {e.strerror}") from None
+
+
+def _bindings(pairs):
+    bindings = {}
+    for name, value in pairs:
+        if name in bindings:
+            raise UsageError(f"--bind {name} is given twice")
+        bindings[name] = value
+    return bindings
 
 
 def _load_program(path, bindings, profile=DEFAULT_PROFILE):
+    data = _read_file(path, "program", MAX_PROGRAM_BYTES,
+                      f"a program may hold at most {MAX_PROGRAM_BYTES}")
     try:
-        text = _read_file(path, "program").decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
         raise UsageError(f"{path} is not UTF-8 text: {e.reason}") from None
     try:
-        return parse(text, bindings, profile)
+        return parse(text, _bindings(bindings), profile, strict_bindings=True)
     except ProgramError as e:
         raise UsageError(f"{path}:{e.line}:{e.column}: {e.message}") from None
+    except BindingError as e:
+        where = f"{path}:{e.line}:{e.column}: " if e.line is not None else ""
+        raise UsageError(f"{where}--bind {e.name}: {e.message}") from None
 
 
 def _global_memory(windows):
     gm = GlobalMemory()
     for addr, source in windows:
-        data = source if isinstance(source, int) else _read_file(source, "GM file")
+        data = source if isinstance(source, int) else _read_file(
+            source, "GM file", GM_SIZE - addr, f"40-bit GM holds {GM_SIZE - addr} from {addr:#x}")
         try:
             gm.map(addr, data)
         except ValueError as e:
@@ -205,10 +298,9 @@ def _global_memory(windows):
 def _ub_preloads(preloads, ub_size):
     loaded = []
     for addr, path in preloads:
-        data = _read_file(path, "UB file")
-        if addr + len(data) > ub_size:
-            raise UsageError(f"--ub {addr:#x}: {len(data)} bytes do not fit the "
-                             f"{ub_size}-byte UB")
+        room = max(ub_size - addr, 0)
+        data = _read_file(path, "UB file", room, f"they do not fit the {ub_size}-byte UB, "
+                                                 f"which holds {room} from {addr:#x}")
         loaded.append((addr, data))
     return loaded
 
@@ -225,16 +317,12 @@ def _check_dumps(gm, gm_dumps, ub_dumps, ub_size):
 
 def _write_dumps(dumps, read):
     for addr, length, path in dumps:
-        try:
-            with open(path, "wb") as f:
-                f.write(read(addr, length))
-        except OSError as e:
-            raise UsageError(f"cannot write dump {path}: {e.strerror}") from None
+        _write_file(path, read(addr, length), "dump ")
 
 
 def run_command(args):
     ub_size = PROFILES[args.profile].ub_size
-    instrs = _load_program(args.program, dict(args.bind), args.profile)
+    instrs = _load_program(args.program, args.bind, args.profile)
     if args.show_lowering:
         print(lowering_text(instrs), end="")
     gm = _global_memory(args.gm)
@@ -309,17 +397,11 @@ def _write_output(path, data):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    try:
-        with open(path, "wb") as f:
-            f.write(data)
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+    _write_file(path, data, "")
 
 
 def asm_command(args):
-    if not args.name.isidentifier() or not args.name.isascii():
-        raise UsageError(f"--name {args.name!r} is not a C identifier")
-    instrs = _load_program(args.program, dict(args.bind), args.profile)
+    instrs = _load_program(args.program, args.bind, args.profile)
     try:
         commands = _commands(instrs)
     except MteError as error:
@@ -378,8 +460,9 @@ def argument_parser():
     _program_arguments(asm)
     asm.add_argument("--format", choices=ASM_FORMATS, default="hex",
                      help="output format; default hex")
-    asm.add_argument("--name", default="mte_program",
-                     help="the C array's name (--format c); default mte_program")
+    asm.add_argument("--name", type=c_name, default="mte_program",
+                     help="the C array's name (--format c): a C identifier, not a keyword; "
+                          "default mte_program")
     asm.add_argument("-o", "--output", default="-", metavar="FILE",
                      help="where to write the words; default stdout")
     asm.set_defaults(handler=asm_command)

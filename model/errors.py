@@ -26,3 +26,12 @@ class ProgramError(Exception):
     def __init__(self, message, line, column=1):
         self.message, self.line, self.column = message, line, column
         super().__init__(f"line {line}, column {column}: {message}")
+
+
+class BindingError(Exception):
+    """A binding given to the parser that the program never reads: unused, hidden by the
+    program's own definition of the name, or the name of a constant."""
+
+    def __init__(self, name, message, line=None, column=None):
+        self.name, self.message, self.line, self.column = name, message, line, column
+        super().__init__(f"{name}: {message}")

@@ -78,7 +78,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .errors import ProgramError
+from .errors import BindingError, ProgramError
 from .isa import (DTYPE_BY_NAME, EVENT_ID_BITS, EXTERNAL_PIPE_NAMES, FLAG_DEPTH,
                   OP_BY_MNEMONIC, PIPE_NAMES, PROFILES, DEFAULT_PROFILE, DType, ErrorCode,
                   Pipe)
@@ -255,10 +255,11 @@ def tokenize(text):
     return list(read_tokens(text))
 
 
-def parse(text, bindings=None, profile=DEFAULT_PROFILE):
-    """Parse a PTO program into engine instructions. Raises ProgramError. The profile's
-    UB size bounds the tiles `pto.tassign` places (model/tiles.py)."""
-    return _Parser(text, bindings, PROFILES[profile]).parse_program()
+def parse(text, bindings=None, profile=DEFAULT_PROFILE, *, strict_bindings=False):
+    """Parse a PTO program into engine instructions. Raises ProgramError; with
+    strict_bindings, also BindingError for a binding the program never reads. The
+    profile's UB size bounds the tiles `pto.tassign` places (model/tiles.py)."""
+    return _Parser(text, bindings, PROFILES[profile], strict_bindings).parse_program()
 
 
 # --- float bit patterns -------------------------------------------------------------
@@ -416,7 +417,7 @@ def _statement_text(source):
 
 
 class _Parser:
-    def __init__(self, text, bindings, profile):
+    def __init__(self, text, bindings, profile, strict_bindings=False):
         self.text = text
         self.tokens = []           # read so far, from the lazy `read_tokens(text)`
         self.unread = read_tokens(text)
@@ -428,6 +429,13 @@ class _Parser:
         self.flag_balance = Counter()   # (src, dst, event): set_flags so far less wait_flags
         self.tile_scope = TileScope(profile)
         self.token_holders = {}         # buf_id: (pipe, line) of the get_buf holding it
+        self.strict_bindings = strict_bindings
+        self.bindings_read = set()
+        if strict_bindings:
+            for name in self.bindings:
+                if _CONSTANT_NAME.fullmatch(name) or _BOOLEAN_NAME.fullmatch(name):
+                    raise BindingError(name, f"%{name} is a constant by name, which a "
+                                             "binding cannot change")
 
     # token stream
 
@@ -474,6 +482,9 @@ class _Parser:
 
     def parse_program(self):
         self.parse_items(closed_by_brace=False)
+        unread = [name for name in self.bindings if name not in self.bindings_read]
+        if self.strict_bindings and unread:
+            raise BindingError(unread[0], f"the program never uses %{unread[0]}")
         return self.instrs
 
     def parse_items(self, closed_by_brace):
@@ -735,6 +746,7 @@ class _Parser:
         if boolean:
             return Value(int(boolean.group(1) == "true"), ScalarType("i1", token, "i1"))
         if name in self.bindings:
+            self.bindings_read.add(name)
             return Value(self.bindings[name], self.arg_types.get(name))
         raise _error(token, f"unbound name {token.text}")
 
@@ -742,6 +754,9 @@ class _Parser:
         name = result.text[1:]
         if name in self.values:
             raise _error(result, f"{result.text} is already defined")
+        if self.strict_bindings and name in self.bindings:
+            raise BindingError(name, f"the program defines {result.text} here, which "
+                                     "hides the binding", result.line, result.column)
         self.values[name] = value
 
     def define_constant(self, op, result):

@@ -2,6 +2,8 @@
 that is wrong (or a deferred FIELD_RANGE where the text is well formed), never a Python
 exception of another kind, a hang or a huge allocation. Each class is a generated sweep."""
 
+import os
+import signal
 import time
 
 import pytest
@@ -215,3 +217,200 @@ def test_sub_byte_types_are_supported_on_no_profile():
     assert info.value.message == "element type i4 is not supported on any profile " \
                                  "(it is sub-byte)"
     assert DTYPE_BY_NAME["i4"].size == 0
+
+
+# --- the command line, in-process ------------------------------------------------------
+
+def mte(capsys, *argv):
+    """(exit status, stdout, stderr) of `mte ARGV`, run in this process."""
+    from model.cli import main
+    try:
+        status = main([str(a) for a in argv])
+    except SystemExit as exit_:
+        status = exit_.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return status, out, err
+
+
+@pytest.fixture
+def work(tmp_path):
+    from model import seeds
+    (tmp_path / "load.pto").write_text(seeds.TILE_LOAD_F32)
+    (tmp_path / "tile.bin").write_bytes(seeds.TILE_32X32_F32.tobytes())
+    return tmp_path
+
+
+def load_run(work, *options):
+    return ("run", work / "load.pto", "--gm", f"0x1000={work / 'tile.bin'}",
+            "--bind", "arg0=0x1000", "--bind", "ub_in=0x40", *options)
+
+
+def test_the_load_program_runs(work, capsys):
+    status, out, _ = mte(capsys, *load_run(work, "--dump-ub", f"0x40:16={work / 'ub.bin'}"))
+    assert status == 0 and "ops run: 2" in out
+    assert (work / "ub.bin").read_bytes() == (work / "tile.bin").read_bytes()[:16]
+
+
+HOSTILE_TEXTS = {
+    **{f"nesting {name}": prefix + opener * 500 for name, (prefix, opener) in NESTINGS.items()},
+    **{f"digits {name}": text.format(d="7" * 4_301) for name, text in DIGIT_PLACES.items()},
+    **{f"script {name}": text.format(d="４０")
+       for name, text in DIGIT_CONTEXTS.items()},
+    **{f"pipe {pipe}": f"pto.set_flag[<{pipe}>, <PIPE_V>, <EVENT_ID0>]"
+       for pipe in MISSPELT_PIPES},
+}
+
+
+@pytest.mark.parametrize("command", ["run", "asm"])
+@pytest.mark.parametrize("case", HOSTILE_TEXTS)
+def test_hostile_text_is_a_usage_error_at_its_place(case, command, tmp_path, capsys):
+    program = tmp_path / "p.pto"
+    program.write_text(HOSTILE_TEXTS[case])
+    err = program_error(HOSTILE_TEXTS[case])
+    status, out, stderr = mte(capsys, command, program)
+    assert (status, out) == (2, "")
+    assert stderr == f"mte: error: {program}:{err.line}:{err.column}: {err.message}\n"
+
+
+BAD_NUMBERS = ["٤٠٩٦", "４０９６", "१०", "1_000", " 12", "12 ", "0x", "1e3", "0x1g", "+-1",
+               "9" * (MAX_DIGITS + 1), "0b101", "١٠", "0x" + "f" * (MAX_DIGITS + 1)]
+NUMBER_PLACES = {
+    "--gm address": ("--gm", "{n}:16"),
+    "--gm length": ("--gm", "0x8000:{n}"),
+    "--ub address": ("--ub", "{n}={tile}"),
+    "--bind value": ("--bind", "extra={n}"),
+    "--dump-gm length": ("--dump-gm", "0x1000:{n}={out}"),
+    "--dump-ub address": ("--dump-ub", "{n}:16={out}"),
+}
+
+
+@pytest.mark.parametrize("place", NUMBER_PLACES)
+@pytest.mark.parametrize("bad", BAD_NUMBERS)
+def test_an_option_number_is_ascii_decimal_or_hex(bad, place, work, capsys):
+    option, form = NUMBER_PLACES[place]
+    value = form.format(n=bad, tile=work / "tile.bin", out=work / "out.bin")
+    status, out, err = mte(capsys, *load_run(work, option, value))
+    assert (status, out) == (2, "")
+    assert f"argument {option}: {bad!r} is not a decimal or 0x hex number" in err
+    assert not (work / "out.bin").exists()
+
+
+def test_a_gm_window_with_a_length_and_a_file_says_so(work, capsys):
+    status, _, err = mte(capsys, *load_run(work, "--gm", "0x8000:16=x"))
+    assert status == 2
+    assert "gives both a length and a file: a window is ADDR=FILE" in err
+
+
+C_NOT_NAMES = sorted(__import__("model.cli", fromlist=["_C_KEYWORDS"])._C_KEYWORDS) + [
+    "_Foo", "__x", "uint32_t", "int8_t", "uint_least16_t", "intptr_t", "9lives", "a-b",
+    "naïve", "a b", ""]
+
+
+@pytest.mark.parametrize("name", C_NOT_NAMES)
+def test_the_c_array_name_is_an_identifier_c_does_not_reserve(name, work, capsys):
+    status, out, err = mte(capsys, "asm", work / "load.pto", "--bind", "arg0=0x1000",
+                           "--bind", "ub_in=0x40", "--format", "c", "--name", name)
+    assert (status, out) == (2, "")
+    assert f"argument --name: {name!r} is not a C identifier" in err or \
+        f"argument --name: {name!r} is a C keyword or reserved name" in err
+
+
+def test_a_c_array_name_c_allows_is_written(work, capsys):
+    status, out, _ = mte(capsys, "asm", work / "load.pto", "--bind", "arg0=0x1000",
+                         "--bind", "ub_in=0x40", "--format", "c", "--name", "integer_8")
+    assert status == 0 and "static const uint32_t integer_8[" in out
+
+
+DEFINES_X = "%x = arith.constant 3 : i64\npto.set_loop_size_outtoub %x, %c1 : i64, i64\n"
+BAD_BINDINGS = {
+    "unused": ([("nope", "1")], LOOP_SIZE, "--bind nope: the program never uses %nope"),
+    "twice": ([("x", "1"), ("x", "2")], LOOP_SIZE.replace("%c1,", "%x,"),
+              "--bind x is given twice"),
+    "twice with %": ([("x", "1"), ("%x", "2")], LOOP_SIZE.replace("%c1,", "%x,"),
+                     "--bind x is given twice"),
+    "hidden by a definition": ([("x", "1")], DEFINES_X,
+                               ":1:1: --bind x: the program defines %x here"),
+    **{f"constant {name}": ([(name, "5")], LOOP_SIZE,
+                            f"--bind {name}: %{name} is a constant by name")
+       for name in ("c1", "c128_i64", "c-1_i64", "c0_i64_0", "true", "false_1")},
+    **{f"name {name!r}": ([(name, "5")], LOOP_SIZE, "is not a name program text can write")
+       for name in ("a b", "a\tb", "ä", "x;y", "%")},
+}
+
+
+@pytest.mark.parametrize("case", BAD_BINDINGS)
+def test_a_binding_the_program_does_not_read_is_a_usage_error(case, tmp_path, capsys):
+    pairs, text, words = BAD_BINDINGS[case]
+    program = tmp_path / "p.pto"
+    program.write_text(text)
+    binds = [arg for name, value in pairs for arg in ("--bind", f"{name}={value}")]
+    status, out, err = mte(capsys, "asm", program, *binds)
+    assert (status, out) == (2, "")
+    assert words in err
+
+
+def test_a_utf8_bom_at_the_start_is_skipped_and_nowhere_else(tmp_path, capsys):
+    program = tmp_path / "p.pto"
+    program.write_bytes(LOOP_SIZE.encode())
+    plain = mte(capsys, "asm", program)
+    program.write_bytes(b"\xef\xbb\xbf" + LOOP_SIZE.encode())
+    assert mte(capsys, "asm", program) == plain
+    assert plain[0] == 0 and plain[1].startswith("// line 1: set_loop_size_outtoub\n")
+    program.write_bytes(LOOP_SIZE.encode() + b"\n\xef\xbb\xbf")
+    status, _, err = mte(capsys, "asm", program)
+    assert status == 2 and err.endswith(":2:1: unexpected character '\\ufeff'\n")
+
+
+def file_roles(work):
+    """role -> the options that read FILE in that role."""
+    return {"program": lambda f: ("run", f),
+            "--gm": lambda f: load_run(work, "--gm", f"0x8000={f}"),
+            "--ub": lambda f: load_run(work, "--ub", f"0x100={f}")}
+
+
+def endless_or_blocking(work, kind):
+    if kind == "fifo":
+        os.mkfifo(work / "fifo")
+        return work / "fifo"
+    return {"/dev/zero": "/dev/zero", "/dev/urandom": "/dev/urandom",
+            "directory": work, "/dev/null": "/dev/null"}[kind]
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "/dev/urandom", "fifo", "directory",
+                                  "/dev/null"])
+@pytest.mark.parametrize("role", ["program", "--gm", "--ub"])
+def test_a_file_that_is_not_regular_is_refused_unread(role, kind, work, capsys):
+    path = endless_or_blocking(work, kind)
+    signal.alarm(20)             # a FIFO's open would wait for a writer forever
+    try:
+        status, out, err = mte(capsys, *file_roles(work)[role](path))
+    finally:
+        signal.alarm(0)
+    assert (status, out) == (2, "")
+    assert f"{path} is not a regular file" in err
+
+
+@pytest.mark.parametrize("role, size", [("program", (16 << 20) + 1),
+                                        ("--ub", 262144 - 0x100 + 1)])
+def test_a_file_larger_than_where_it_goes_is_refused(role, size, work, capsys):
+    big = work / "big"
+    with open(big, "wb") as f:
+        f.truncate(size)        # sparse: nothing is written
+    status, _, err = mte(capsys, *file_roles(work)[role](big))
+    assert status == 2 and f"{big} holds {size} bytes" in err
+
+
+def test_a_gm_file_beyond_40_bit_gm_is_refused(work, capsys):
+    status, _, err = mte(capsys, *load_run(work, "--gm", f"0xFFFFFFFF00={work / 'tile.bin'}"))
+    assert status == 2 and "holds 4096 bytes; 40-bit GM holds 256 from 0xffffffff00" in err
+
+
+def test_a_dump_into_a_fifo_without_a_reader_is_refused(work, capsys):
+    os.mkfifo(work / "fifo")
+    signal.alarm(20)
+    try:
+        status, _, err = mte(capsys, *load_run(work, "--dump-ub", f"0:16={work / 'fifo'}"))
+    finally:
+        signal.alarm(0)
+    assert status == 2 and f"cannot write dump {work / 'fifo'}" in err
