@@ -4,6 +4,7 @@
     python -m tb.run --seed 7 --count 1000   a soak
     python -m tb.run --case 0x1a2b3c4d       one program again (tb.run prints these lines)
     python -m tb.run --tests all --errors    every cocotb test, and one program per error class
+    python -m tb.run --corpus                 also every program of tests/programs/
 
 The Verilog comes from `python -m hdl.gen` into sim_build/<profile>_w<width>/; each
 (simulator, profile, width, waves) combination is built once, in its own directory, and
@@ -187,7 +188,7 @@ def table(records):
             row[4] += r["cycles"]
     header = f"{'':<10} {'programs':>9} {'commands':>9} {'bytes':>10} {'mismatches':>11} {'cycles':>10}"
     lines = [header, "-" * len(header)]
-    order = ["example", "random", "error", "bus fault", "reset", "total"]
+    order = ["example", "random", "error", "corpus", "bus fault", "reset", "total"]
     for key in sorted(rows, key=lambda k: order.index(k) if k in order else len(order)):
         programs, commands, moved, mismatches, cycles = rows[key]
         lines.append(f"{key:<10} {programs:>9} {commands:>9} {moved:>10} {mismatches:>11} "
@@ -195,17 +196,20 @@ def table(records):
     return "\n".join(lines)
 
 
-def program_environment(seed, count, errors=False, cases=(), examples=False, example=()):
-    """The MTE_* variables that choose the programs (tb/test_mte.py's configured_cases)."""
+def program_environment(seed, count, errors=False, cases=(), examples=False, example=(),
+                        corpus=None):
+    """The MTE_* variables that choose the programs (tb/test_mte.py's configured_cases).
+    `corpus`: None, [] for every corpus program, or their names."""
     return {"MTE_SEED": str(seed), "MTE_COUNT": str(count),
             "MTE_EXAMPLES": "1" if examples else "0", "MTE_ERRORS": "1" if errors else "0",
-            "MTE_CASES": ",".join(cases), "MTE_EXAMPLE": ",".join(map(str, example))}
+            "MTE_CASES": ",".join(cases), "MTE_EXAMPLE": ",".join(map(str, example)),
+            "MTE_CORPUS": "" if corpus is None else ",".join(corpus) or "all"}
 
 
 def environment(args):
     return {"MTE_PROFILE": args.profile,
             **program_environment(args.seed, args.count, args.errors, args.case,
-                                  args.examples, args.example),
+                                  args.examples, args.example, args.corpus),
             "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"),
             "PYTHONWARNINGS": "ignore::DeprecationWarning"}    # cocotbext-axi's task.kill()
 
@@ -237,6 +241,8 @@ def argument_parser():
                         help="leave out the seed examples")
     parser.add_argument("--errors", action="store_true",
                         help="add one program per error class")
+    parser.add_argument("--corpus", nargs="*", metavar="NAME",
+                        help="add the programs of tests/programs/ (all, or those named)")
     parser.add_argument("--tests", type=cocotb_tests, default="regression",
                         help=f"comma-separated cocotb tests among {', '.join(ALL_TESTS)}, "
                              "or all")
@@ -261,7 +267,13 @@ def main(argv=None):
     missing = [n for n in args.example if not 0 <= n < len(EXAMPLES)]
     if missing:
         parser.error(f"no seed example {missing[0]}: they are 0 to {len(EXAMPLES) - 1}")
-    targeted = bool(args.case or args.example)
+    if args.corpus:
+        from tb.corpus import programs
+        try:
+            programs(args.corpus)
+        except ValueError as e:
+            parser.error(str(e))
+    targeted = bool(args.case or args.example or args.corpus)
     if args.count is None:
         args.count = 0 if targeted else int(os.environ.get("COUNT", 200))
     if targeted:

@@ -9,6 +9,7 @@ environment variables:
   MTE_SEED, MTE_COUNT   COUNT random programs derived from SEED
   MTE_CASES         comma-separated case specs (SEED or SEED/ERROR_CODE) to run
   MTE_ERRORS        1: one program ending in each error class
+  MTE_CORPUS        `all`, or comma-separated names: programs of tests/programs/ (tb/corpus.py)
   MTE_REPORT        file to append one JSON line per program to (tb/run.py's table)
   MTE_CLI_JOB, MTE_CLI_OUTCOME   the `cli_program` test's input and output files
 
@@ -93,7 +94,8 @@ def rerun_line(case, dut, module="tb.run"):
 
 def configured_cases():
     """(category, case) of the regression's programs, generated one at a time.
-    Categories: example, random (which may end in an error), error (one per class)."""
+    Categories: example, random (which may end in an error), error (one per class),
+    corpus (tests/programs/)."""
     profile = _profile()
     examples = example_cases(profile)
     if _env("MTE_EXAMPLES") == "1":
@@ -109,6 +111,11 @@ def configured_cases():
     if _env("MTE_ERRORS") == "1":
         for index, code in enumerate(ERROR_CLASSES):
             yield "error", generate(case_seed(run_seed, f"error-{index}"), code, profile)
+    corpus = _env("MTE_CORPUS")
+    if corpus:
+        from tb.corpus import programs
+        names = None if corpus == "all" else corpus.split(",")
+        yield from (("corpus", p.case()) for p in programs(names) if p.profile == profile)
 
 
 def report(results):

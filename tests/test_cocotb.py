@@ -1,8 +1,8 @@
 """The RTL against the golden model in cocotb (tb/test_mte.py), launched from pytest.
 
 One build and one simulator run: the seed examples, 50 random programs, one program per
-error class, the bus fault test and the reset test. The tests below each check their
-part of that run's report.
+error class, the corpus of tests/programs/, the bus fault test and the reset test. The
+tests below each check their part of that run's report.
 """
 
 import pytest
@@ -18,7 +18,8 @@ RANDOM_PROGRAMS = 50
 def simulation():
     runner, build_dir = tb_run.build("verilator", "a5", 32, waves=False)
     args = tb_run.argument_parser().parse_args(
-        ["--seed", "1", "--count", str(RANDOM_PROGRAMS), "--errors", "--profile", "a5"])
+        ["--seed", "1", "--count", str(RANDOM_PROGRAMS), "--errors", "--profile", "a5",
+         "--corpus"])
     records = tb_run.run(runner, build_dir, tb_run.ALL_TESTS, tb_run.environment(args),
                          waves=False)
     return records, tb_run.failed_tests(build_dir / "results.xml")
@@ -53,6 +54,16 @@ def test_error_class(simulation, code):
     records = [r for r in simulation[0] if r["category"] == "error"
                and r["case"].endswith(f"/{ErrorCode(code).name}")]
     assert records, f"no program ending in {code.name} ran"
+    assert not _failures(records)
+
+
+def test_corpus_programs(simulation):
+    """Every program of tests/programs/ ran on the RTL with the model's memories at the
+    end (tests/test_corpus.py holds the model to bytes worked out independently)."""
+    from tb.corpus import programs
+    records = [r for r in simulation[0] if r["category"] == "corpus"]
+    assert sorted(r["case"] for r in records) == sorted(f"corpus {p.name}"
+                                                         for p in programs())
     assert not _failures(records)
 
 
@@ -198,3 +209,21 @@ def test_icarus_builds_are_verilog_2005(tmp_path):
     dump = tmp_path / f"{tb_run.ICARUS_DUMP}.v"
     assert str(dump) in args and f"$dumpvars(0, {tb_run.TOPLEVEL})" in dump.read_text()
     yosys(f"read_verilog {dump.name}", tmp_path)
+
+
+def test_unknown_corpus_program_is_a_usage_error(monkeypatch, capsys):
+    """`--corpus NAME` with no such program in tests/programs/ stops before anything is
+    built; a known name runs that program alone (no examples, no random programs)."""
+    monkeypatch.setattr(tb_run, "build", lambda *args, **kwargs: pytest.fail("built"))
+    with pytest.raises(SystemExit) as stop:
+        tb_run.main(["--corpus", "no_such_program"])
+    assert stop.value.code == 2
+    assert "no corpus program no_such_program" in capsys.readouterr().err
+    seen = {}
+    monkeypatch.setattr(tb_run, "build", lambda *a, **k: (None, None))
+    monkeypatch.setattr(tb_run, "run", lambda runner, build_dir, tests, env, *a:
+                        seen.update(env) or pytest.fail("ran"))
+    with pytest.raises(pytest.fail.Exception):
+        tb_run.main(["--corpus", "software_loops"])
+    assert (seen["MTE_CORPUS"], seen["MTE_COUNT"], seen["MTE_EXAMPLES"]) == \
+        ("software_loops", "0", "0")
