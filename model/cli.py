@@ -1,5 +1,5 @@
 """The `mte` command: run a PTO program on an engine and dump its memories (`run`),
-assemble it into the command words a CPU pushes to the FPGA top's CMD register (`asm`),
+check it and report its races without running it (`check`), assemble it into the command words a CPU pushes to the FPGA top's CMD register (`asm`),
 and write the C header of the engine's programming interface (`header`).
 
 Engines are runners in `ENGINES`: each takes the parsed program and the initial state
@@ -23,6 +23,7 @@ from .errors import BindingError, MteError, ProgramError
 from .isa import DEFAULT_PROFILE, DTYPES, PROFILES, Pipe
 from .memory import GM_SIZE, GlobalMemory
 from .parser import MAX_DIGITS, parse
+from .races import analyse
 
 # A program file larger than this is refused unread: real kernels are kilobytes.
 MAX_PROGRAM_BYTES = 16 << 20
@@ -58,7 +59,32 @@ exit status:
      end ("the RTL hung: ...", the dumps as it stopped), and with --engine both, any
      difference between the model and the RTL.
   2  usage error: bad flag, unreadable file, malformed program text (reported as
-     PROGRAM:LINE:COLUMN), overlapping GM windows, or a dump of unmapped GM or beyond UB."""
+     PROGRAM:LINE:COLUMN), overlapping GM windows, or a dump of unmapped GM or beyond UB.
+
+races (as `mte check` finds them): with --races warn (the default) each race is a
+"RACE: ..." line on stderr and the run goes on; --races error exits 1 on a race before
+anything moves (no dump is written); --races off does not look for races."""
+
+CHECK_DESCRIPTION = """\
+Check a PTO program without running it: every SPEC rule that needs no memory contents,
+in program order, and every race: two commands of different pipes that touch a common
+byte (one of them writing it) with no set_flag/wait_flag, barrier or buffer token
+ordering them (SPEC.md, "Correct synchronisation and races")."""
+
+CHECK_EPILOG = """\
+Each race is one line on stdout:
+  RACE: KIND on MEMORY [FIRST, END): line N OP (PIPE) reads|writes, line M OP (PIPE) ...
+KIND is read after write, write after read or write after write (the earlier command's
+access first); [FIRST, END) starts at the lowest byte the two commands share and ends
+where the first of the two rows around it ends.
+
+exit status:
+  0  no race and no rule violation ("no race" and the count of commands on stdout)
+  1  a race, or a rule violation (one line on stderr starting with its SPEC error code;
+     races are looked for among the commands before it)
+  2  usage error: bad flag, unreadable file or malformed program text"""
+
+RACE_MODES = ("warn", "error", "off")
 
 
 ASM_DESCRIPTION = """\
@@ -328,6 +354,12 @@ def run_command(args):
     gm = _global_memory(args.gm)
     ub_preloads = _ub_preloads(args.ub, ub_size)
     _check_dumps(gm, args.dump_gm, args.dump_ub, ub_size)
+    if args.races != "off":
+        races = analyse(instrs, args.profile).races
+        for race in races:
+            print(race, file=sys.stderr)
+        if races and args.races == "error":
+            return EXIT_RULE_VIOLATION
     result = ENGINES[args.engine](instrs, args.profile, gm, ub_preloads)
     _write_dumps(args.dump_gm, result.read_gm)
     _write_dumps(args.dump_ub, result.read_ub)
@@ -358,6 +390,20 @@ def lowering_text(instrs):
         fields = " ".join(_field_text(f.name, instr.values[f.name]) for f in instr.op.fields)
         lines.append(f"line {instr.line}:   {instr.mnemonic} {fields}")
     return "".join(line + "\n" for line in lines)
+
+
+def check_command(args):
+    instrs = _load_program(args.program, args.bind, args.profile)
+    analysis = analyse(instrs, args.profile)
+    for race in analysis.races:
+        print(race)
+    if analysis.error is not None:
+        print(str(analysis.error).replace("\n", " "), file=sys.stderr)
+    if analysis.races or analysis.error is not None:
+        return EXIT_RULE_VIOLATION
+    plural = "" if analysis.commands == 1 else "s"
+    print(f"no race: {analysis.commands} command{plural} checked")
+    return EXIT_OK
 
 
 # --- the asm and header commands -----------------------------------------------------
@@ -444,6 +490,9 @@ def argument_parser():
     run.add_argument("--show-lowering", action="store_true",
                      help="first print the engine commands each tile op (pto.tload, "
                           "pto.tstore, ...) became, each with the tile op's line")
+    run.add_argument("--races", choices=RACE_MODES, default="warn",
+                     help="on a race: warn on stderr and run (default), error (exit 1 "
+                          "before anything moves) or off (do not look)")
     run.add_argument("--gm", type=gm_window, action="append", default=[],
                      metavar="ADDR=FILE|ADDR:LEN", help="map a GM window (repeatable)")
     run.add_argument("--ub", type=ub_preload, action="append", default=[],
@@ -453,6 +502,12 @@ def argument_parser():
     run.add_argument("--dump-ub", type=dump, action="append", default=[],
                      metavar="ADDR:LEN=FILE", help="write UB bytes to FILE (repeatable)")
     run.set_defaults(handler=run_command)
+
+    check = commands.add_parser("check", help="check a PTO program and report its races",
+                                description=CHECK_DESCRIPTION, epilog=CHECK_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    _program_arguments(check)
+    check.set_defaults(handler=check_command)
 
     asm = commands.add_parser("asm", help="assemble a PTO program into command words",
                               description=ASM_DESCRIPTION, epilog=ASM_EPILOG,

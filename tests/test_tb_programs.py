@@ -1,6 +1,5 @@
 """The random program generator of the testbench (tb/programs.py), on the model alone."""
 
-import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -13,8 +12,8 @@ from model.isa import ErrorCode, Opcode, Pipe
 from model.parser import parse
 from tb.programs import (AUTO, ERROR_CLASSES, GUARD, PAGE, case_seed, example_cases, generate,
                          parse_spec, spec)
-from tb.scoreboard import (compare, copies_with_registers, copy_rows, destination_space, expect,
-                           load_engine, source_space, untouched_ub)
+from race_reference import conflicts, unordered
+from tb.scoreboard import compare, copy_rows, expect, load_engine, untouched_ub
 
 SEEDS = [case_seed(1, i) for i in range(40)]
 
@@ -132,68 +131,20 @@ def test_untouched_ub_is_neither_read_nor_written(seed):
 
 # --- cross-pipe ordering, checked independently of the generator's bookkeeping ----------
 
-def _happens_before(instrs):
-    """For each copy, (pipe, vector clock) under the flag semantics: program order within
-    a pipe; a set_flag orders everything its pipe did before it ahead of the matching
-    wait_flag's later commands. Flags naming a pipe the engine lacks order nothing."""
-    pipes = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
-    clocks = {p: {q: 0 for q in pipes} for p in pipes}
-    pending = {}
-    copies = []
-    for index, instr in enumerate(instrs):
-        pipe = Pipe(isa.op_pipe(instr.op, instr.values))
-        if pipe == Pipe.EXTERNAL:
-            continue
-        if instr.op.opcode == Opcode.SET_FLAG:
-            key = (instr.values["src_pipe"], instr.values["dst_pipe"], instr.values["event_id"])
-            if key[1] != Pipe.EXTERNAL:
-                pending.setdefault(key, []).append(dict(clocks[pipe]))
-        elif instr.op.opcode == Opcode.WAIT_FLAG:
-            key = (instr.values["src_pipe"], instr.values["dst_pipe"], instr.values["event_id"])
-            if key[0] != Pipe.EXTERNAL:
-                seen = pending[key].pop(0)
-                clocks[pipe] = {q: max(v, seen[q]) for q, v in clocks[pipe].items()}
-        clocks[pipe][pipe] += 1
-        if instr.op.opcode in COPY_OPCODES:
-            copies.append((index, pipe, dict(clocks[pipe])))
-    return copies
-
-
-def _footprints(instrs):
-    """(bytes read, bytes written) of each copy, in program order."""
-    out = []
-    for instr, regs in copies_with_registers(instrs):
-        rows = copy_rows(instr.op, instr.values, regs)
-        src, dst = source_space(instr.op), destination_space(instr.op)
-        reads = {(src, b) for s, _, n, _ in rows for b in range(s, s + n)}
-        writes = {(dst, b) for _, d, _, n in rows for b in range(d, d + n)}
-        out.append((reads, writes))
-    return out
-
-
 def _hazards(case):
     """(cross-pipe pairs of copies touching the same bytes, those of them left unordered)."""
     instrs = parse(case.text, case.bindings)
-    copies = [(*order, *footprint) for order, footprint
-              in zip(_happens_before(instrs), _footprints(instrs), strict=True)]
-    pairs, unordered = 0, []
-    for (i, pipe_i, clock_i, reads_i, writes_i), (j, pipe_j, clock_j, reads_j, writes_j) \
-            in itertools.combinations(copies, 2):
-        if pipe_i == pipe_j:
-            continue
-        if writes_i & (reads_j | writes_j) or reads_i & writes_j:
-            pairs += 1
-            if clock_i[pipe_i] > clock_j[pipe_i]:
-                unordered.append(f"line {instrs[i].line} ({pipe_i.name}) and line "
-                                 f"{instrs[j].line} ({pipe_j.name})")
-    return pairs, unordered
+    pairs = conflicts(instrs)
+    unordered_pairs = [f"line {a.line} ({a.op.pipe.name}) and line {b.line} ({b.op.pipe.name})"
+                       for a, b in unordered(instrs, pairs)]
+    return len(pairs), unordered_pairs
 
 
 @pytest.mark.parametrize("seed", SEEDS[:25])
 def test_flags_order_every_cross_pipe_hazard(seed):
     case = generate(seed, None)
-    _, unordered = _hazards(case)
-    assert not unordered, f"{case.rerun}: unordered accesses to the same bytes: {unordered}"
+    _, left = _hazards(case)
+    assert not left, f"{case.rerun}: unordered accesses to the same bytes: {left}"
 
 
 def test_cross_pipe_hazards_are_common():
