@@ -14,6 +14,7 @@ from model.races import ROW_LIMIT, Rows, analyse, first_shared
 from model.seeds import EXAMPLES
 from race_reference import conflicts, footprints, unordered
 from test_cli import mte
+from tb import corpus
 from tb.programs import case_seed, generate
 
 U8 = {"gm": "!pto.ptr<u8, gm>", "ub": "!pto.ptr<u8, ub>"}
@@ -234,6 +235,14 @@ def test_no_race_in_the_seed_examples():
     for example in EXAMPLES:
         analysis = analyse(parse(example.program, example.bindings))
         assert analysis.error is None and analysis.races == [], example.name
+
+
+def test_no_race_in_the_corpus():
+    programs = corpus.programs()
+    assert len(programs) >= 8
+    for program in programs:
+        analysis = analyse(parse(program.text, program.bindings), program.profile)
+        assert analysis.error is None and analysis.races == [], program.name
 
 
 RANDOM_PROGRAMS = 2000
