@@ -12,6 +12,7 @@ import os
 import re
 import stat
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,13 @@ file at most the 40-bit GM from ADDR.
                        constant by name such as c128
   --dump-gm ADDR:LEN=FILE, --dump-ub ADDR:LEN=FILE
                        write LEN bytes of GM / UB starting at ADDR to FILE when the run ends
+
+long runs:
+  A legal copy may move up to 2^42 rows (loop2 x loop1 x nburst). Model work that takes
+  over a second shows its progress on stderr when stderr is a terminal (the copy's line,
+  op, and rows done of its rows). To bound a run's time, run it under timeout(1):
+  `timeout 60 mte run ...` stops it after 60 s with exit status 124. With --engine rtl,
+  GM windows are whole 4 KiB pages (an AXI slave decodes pages).
 
 exit status:
   0  the program ran; a summary (ops run, bytes moved per pipe) is printed on stdout
@@ -120,8 +128,31 @@ class RunResult:
     read_ub: object        # (addr, n) -> bytes
 
 
+class Progress:
+    """The progress of long model work, as one line on a terminal rewritten at most twice
+    a second, from the first second of the run on."""
+
+    def __init__(self, stream, clock=time.monotonic):
+        self.stream, self.clock = stream, clock
+        self.start, self.shown = clock(), None
+
+    def __call__(self, instr, done, rows):
+        now = self.clock()
+        if now - self.start < 1 or (self.shown is not None and now - self.shown < 0.5):
+            return
+        self.shown = now
+        self.stream.write(f"\rmte: {now - self.start:.0f} s: line {instr.line} "
+                          f"{instr.mnemonic}: {done} of {rows} rows")
+        self.stream.flush()
+
+    def close(self):
+        if self.shown is not None:
+            self.stream.write("\n")
+
+
 def run_on_model(instrs, profile, gm, ub_preloads):
-    engine = Engine(profile, gm)
+    progress = Progress(sys.stderr) if sys.stderr.isatty() else None
+    engine = Engine(profile, gm, progress)
     for addr, data in ub_preloads:
         engine.ub[addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
     try:
@@ -129,6 +160,8 @@ def run_on_model(instrs, profile, gm, ub_preloads):
         error = None
     except MteError as e:
         error = e
+    if progress is not None:
+        progress.close()
     moved = engine.stats.bytes_moved
     summary = [f"ops run: {engine.stats.ops}",
                "bytes moved: " + ", ".join(f"{pipe.name} {moved[pipe]}"

@@ -12,6 +12,12 @@ operations on strided views of the memories:
 - where a GM access does not lie inside one mapped region, the nest is split in loop order
   too, down to single rows, which then read or write GM region by region; the first row
   that touches an unmapped byte raises BUS_ERROR after every earlier row has completed.
+  When every byte the nest spans is mapped (in adjacent regions), no row can fault, so
+  rewritten rows are skipped before the split, as on the one-region path: the time
+  depends on the rows that land, not on how GM was mapped.
+
+A long copy reports its progress to the engine's `progress` callable, if it has one:
+`progress(instr, rows_done, rows)` after each group of rows it moves.
 """
 
 from dataclasses import dataclass, field
@@ -153,7 +159,7 @@ class _Nest(NamedTuple):
 class Engine:
     """Executes MTE commands (`program.Instr`) on a GM and a UB."""
 
-    def __init__(self, profile=isa.DEFAULT_PROFILE, gm=None):
+    def __init__(self, profile=isa.DEFAULT_PROFILE, gm=None, progress=None):
         if isinstance(profile, str):
             if profile not in isa.PROFILES:
                 raise ValueError(f"unknown profile {profile!r}; known: {', '.join(isa.PROFILES)}")
@@ -162,6 +168,8 @@ class Engine:
         self.gm = GlobalMemory() if gm is None else gm
         self.ub = new_ub(profile)
         self.stats = EngineStats()
+        self.progress = progress
+        self._current = None       # (instr, rows done so far) of the copy running
         self.reset()
 
     def reset(self):
@@ -226,6 +234,7 @@ class Engine:
         nest = _Nest(g.src, g.dst, (g.loop2_count, g.loop1_count, g.n_burst),
                      (g.loop2_src, g.loop1_src, g.src_stride),
                      (g.loop2_dst, g.loop1_dst, g.dst_stride))
+        self._current = [instr, 0, nest.rows]
         try:
             self._run_nest(transfer, nest)
         except UnmappedAddressError as e:
@@ -255,10 +264,37 @@ class Engine:
         elif nest.rows == 1:
             self._move_row_across_regions(t, nest)
         else:
-            for half in nest.halves():
-                self._run_nest(t, half)
-            return      # the halves counted their own bytes
+            self._split(t, nest)
+            return      # the parts counted their own bytes
         self.stats.bytes_moved[t.pipe] += nest.rows * t.length
+        self._advance(nest.rows)
+
+    def _split(self, t, nest):
+        """A nest that no single GM region holds: without its rewritten rows when no row
+        can fault, else in halves, in loop order."""
+        kept = nest.without_rewritten_rows()
+        if kept.rows < nest.rows and self._all_mapped(t, nest):
+            self._run_nest(t, kept)
+            skipped = nest.rows - kept.rows
+            self.stats.bytes_moved[t.pipe] += skipped * t.length
+            self._advance(skipped)
+            return
+        for half in nest.halves():
+            self._run_nest(t, half)
+
+    def _all_mapped(self, t, nest):
+        """Whether GM maps every byte from the nest's first row to its last, on each side."""
+        return all(self.gm.first_unmapped(addr, _extent(nest.counts, strides, width)) is None
+                   for space, addr, strides, width in (
+                       (t.src_space, nest.src, nest.src_strides, t.length),
+                       (t.dst_space, nest.dst, nest.dst_strides, t.width))
+                   if space == "gm")
+
+    def _advance(self, rows):
+        """Count rows of the running copy as done, and report them."""
+        self._current[1] += rows
+        if self.progress is not None:
+            self.progress(*self._current)
 
     def _span(self, space, addr, n):
         """A 1-D view of [addr, addr+n), or None when no single GM region holds it."""
@@ -276,8 +312,12 @@ class Engine:
         if loops == 0:
             self._fill(t, out, rows)
             return
-        for index in product(*(range(count) for count in nest.counts[:loops])):
+        instr, done, total = self._current
+        rows_per_index = prod(nest.counts[loops:])
+        for step, index in enumerate(product(*(range(count) for count in nest.counts[:loops]))):
             self._fill(t, out[index], rows[index])
+            if self.progress is not None:
+                self.progress(instr, done + (step + 1) * rows_per_index, total)
 
     @staticmethod
     def _rows(span, addr, counts, strides, width):

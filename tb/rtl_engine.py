@@ -190,6 +190,18 @@ def _first_difference(name, base, want, got, skip):
     return None
 
 
+def _page_note(model_error, gm):
+    """Why the RTL may miss a bus error the model reports: the byte is unmapped, but in
+    a page the RTL maps around a window."""
+    address = getattr(model_error, "address", None)
+    if address is None or not any(base <= address < base + len(data)
+                                   for base, data in page_windows(gm)):
+        return ""
+    return (f" (the RTL maps GM in whole {PAGE}-byte pages, so {address:#x}, outside "
+            "every --gm window, is inside a page the RTL maps; give windows whole pages "
+            "to compare bus errors)")
+
+
 def _model_prefix(instrs, profile, gm):
     """How many commands the model runs: all, or up to and including its first error."""
     engine = Engine(profile, copy_memory(gm))
@@ -219,7 +231,7 @@ def run_on_both(instrs, profile, gm, ub_preloads):
     m, r = model.error, rtl.error
     if not (m is None and r is None or isinstance(m, MteError) and isinstance(r, MteError)
             and (m.code, m.line, m.address) == (r.code, r.line, r.address)):
-        differences.append(f"error: model {m}, rtl {r}")
+        differences.append(f"error: model {m}, rtl {r}{_page_note(m, gm)}")
     skip = _unspecified(m, ran)
     memories = [("UB", 0, PROFILES[profile].ub_size, skip.get("ub", ()))]
     memories += [("GM", g.base, len(g.data), skip.get("gm", ())) for g in gm.regions]

@@ -10,7 +10,7 @@ import pytest
 
 from model.assembler import encode_instr
 from model.errors import MteError, ProgramError
-from model.isa import DTYPE_BY_NAME, ErrorCode
+from model.isa import DTYPE_BY_NAME, ErrorCode, Pipe
 from model.parser import MAX_DIGITS, MAX_NESTING, parse
 
 LOOP_SIZE = "pto.set_loop_size_outtoub %c1, %c1 : i64, i64"
@@ -414,3 +414,108 @@ def test_a_dump_into_a_fifo_without_a_reader_is_refused(work, capsys):
     finally:
         signal.alarm(0)
     assert status == 2 and f"cannot write dump {work / 'fifo'}" in err
+
+
+# --- model time and progress -----------------------------------------------------------
+
+def straddling_load(loop2, loop2_src):
+    """A GM -> UB load whose 64-byte rows straddle GM address 0x1800, loop2 rewriting
+    its one UB row."""
+    return parse(f"pto.mte_gm_ub %g, %u, %c0, %c64 nburst(%c1, %c64, %c64) "
+                 f"loop(%c1, %c0, %c0) loop(%c{loop2}, %c{loop2_src}, %c0)"
+                 " : !pto.ptr<u8, gm>, !pto.ptr<u8, ub>, i64 x11", {"g": 0x17E0, "u": 0})
+
+
+def gm_bytes():
+    return bytes((i * 7 + 3) % 251 for i in range(0x1000))
+
+
+@pytest.mark.parametrize("windows", [[(0x1000, 0x1000)], [(0x1000, 0x800), (0x1800, 0x800)],
+                                     [(0x1000, 0x7F0), (0x17F0, 0x20), (0x1810, 0x7F0)]])
+def test_the_time_of_a_copy_depends_on_its_rows_not_on_how_gm_is_mapped(windows):
+    from model.engine import Engine
+    from model.memory import GlobalMemory
+    data, gm = gm_bytes(), GlobalMemory()
+    for base, length in windows:
+        gm.map(base, data[base - 0x1000:base - 0x1000 + length])
+    engine = Engine("a5", gm)
+    start = time.perf_counter()
+    engine.run(straddling_load((1 << 21) - 1, 0))
+    assert time.perf_counter() - start < 2          # the split path took over 60 s
+    expected = bytes(64) + data[0x7E0:0x820]
+    assert engine.ub[:128].tobytes() == expected[64:] + bytes(64)
+    assert not engine.ub[64:].any()
+    assert engine.gm.read(0x1000, 0x1000).tobytes() == data
+    assert engine.stats.bytes_moved[Pipe.MTE2] == ((1 << 21) - 1) * 64
+
+
+def test_rows_that_fault_are_still_found_in_loop_order_when_gm_has_a_hole():
+    from model.engine import Engine
+    from model.memory import GlobalMemory
+    data, gm = gm_bytes(), GlobalMemory()
+    gm.map(0x1000, data[:0x800])
+    gm.map(0x1800, data[0x800:0x900])           # the loop reads past 0x1900: a hole
+    engine = Engine("a5", gm)
+    with pytest.raises(MteError) as info:
+        engine.run(straddling_load(16, 32))      # row k reads 0x17E0 + 32k
+    assert (info.value.code, info.value.address) == (ErrorCode.BUS_ERROR, 0x1900)
+    # rows before the faulting one (k = 3 reads 0x1840..0x187F, k = 4 0x1860..) completed
+    last_good = 0x17E0 + 32 * 8 - 0x1000      # k = 8 reads 0x18E0..0x191F: faults
+    assert engine.ub[:64].tobytes() == data[last_good - 32:last_good + 32]
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_shows_after_a_second_at_most_twice_a_second():
+    import io
+
+    from model.cli import Progress
+    clock, stream = FakeClock(), io.StringIO()
+    progress = Progress(stream, clock)
+    (instr,) = [i for i in straddling_load(4, 0) if i.mnemonic == "copy_gm_to_ubuf"]
+    for step in range(40):                      # 0.25 s apart: 10 s
+        progress(instr, step, 40)
+        clock.now += 0.25
+    progress.close()
+    lines = stream.getvalue().split("\r")[1:]
+    assert lines[0] == "mte: 1 s: line 1 copy_gm_to_ubuf: 4 of 40 rows"
+    assert len(lines) == 18 and lines[-1] == "mte: 10 s: line 1 copy_gm_to_ubuf: 38 of 40 rows\n"
+    quiet = io.StringIO()
+    Progress(quiet, FakeClock()).close()
+    assert quiet.getvalue() == ""
+
+
+def test_a_long_copy_reports_its_rows_in_order_up_to_all():
+    from model.engine import Engine
+    reports = []
+    engine = Engine("a5", progress=lambda instr, done, rows: reports.append((done, rows)))
+    engine.gm.map(0x1000, 4096)
+    # 64-byte rows 32 and 16 bytes apart overlap, so the loops run an iteration at a time
+    engine.run(parse("pto.mte_ub_gm %c0, %g, %c64 nburst(%c1, %c0, %c0) loop(%c8, %c0, %c32)"
+                     " loop(%c100, %c0, %c16) : !pto.ptr<u8, ub>, !pto.ptr<u8, gm>, i64 x10",
+                     {"g": 0x1000}))
+    done = [d for d, rows in reports if rows == 800]
+    assert done == sorted(done) and done[-1] == 800 and len(done) >= 100
+
+
+def test_run_help_says_how_to_bound_a_run(capsys):
+    status, out, _ = mte(capsys, "run", "--help")
+    assert status == 0
+    assert "timeout 60 mte run" in out and "progress on stderr" in out
+
+
+def test_an_rtl_bus_error_difference_says_the_rtl_maps_pages():
+    from model.memory import GlobalMemory
+    from tb.rtl_engine import _page_note
+    gm = GlobalMemory()
+    gm.map(0x1000, 16)
+    inside = MteError(ErrorCode.BUS_ERROR, "bus error", address=0x1010)
+    assert "whole 4096-byte pages, so 0x1010" in _page_note(inside, gm)
+    assert _page_note(MteError(ErrorCode.BUS_ERROR, "x", address=0x2000), gm) == ""
+    assert _page_note(None, gm) == ""
