@@ -321,7 +321,8 @@ class CopyChecker(wiring.Component):
       the stride);
     2 partial products of the ends (18x18 bits, one ECP5 multiplier each; UB->UB
       multiplies by its stride in lines, one multiplier per side), from the held
-      request empty and each count > 1 and == 2, the field rules (element size,
+      request empty and each count > 1 and == 2, whether the UB rows pack (a5: the row
+      stride equals len_burst and no pad is written), the field rules (element size,
       padding; UB->UB alignment), the MTE2 row extent E;
     3 MTE2/MTE3: each side's terms (base, row bytes, partial products) carry-save
       reduced to at most four vectors, the alignment and stride overlap rules; UB->UB:
@@ -660,11 +661,13 @@ class CopyChecker(wiring.Component):
         else:
             ub_row = fields.len_burst
 
-        misaligned = (self._misaligned(geom[ub])
-                      | (many["row"] & self._misaligned(geom[f"{ub}_stride"]))
+        row_misaligned = many["row"] & self._misaligned(geom[f"{ub}_stride"])
+        if self.profile.packed_rows:
+            row_misaligned &= ~self._packs_rows(m, fields, ub)
+        misaligned = (self._misaligned(geom[ub]) | row_misaligned
                       | (many["loop1"] & self._misaligned(geom[f"loop1_{ub}"]))
                       | (many["loop2"] & self._misaligned(geom[f"loop2_{ub}"])))
-        # The counts' flags (and MTE2's footprint) are ready at stage 2.
+        # The counts' flags, whether rows pack (and MTE2's footprint) are ready at stage 2.
         flags[ErrorCode.UB_MISALIGNED] = (_reg(m, misaligned, "misaligned"), 3)
         overlap = many["row"] & ((geom[f"{gm}_stride"] < fields.len_burst)
                                  | (geom[f"{ub}_stride"] < ub_row))
@@ -674,6 +677,14 @@ class CopyChecker(wiring.Component):
         flags[ErrorCode.UB_RANGE] = (nonempty & ends[ub][1], end_stage)
         flags[ErrorCode.GM_RANGE] = (nonempty & ends[gm][1], end_stage)
         return flags
+
+    def _packs_rows(self, m, fields, ub):
+        """Stage 2, from the held request: the UB row stride equals len_burst and the copy
+        writes no pad, so its rows may sit back to back (SPEC.md, "Packed UB rows")."""
+        packed = fields[f"{ub}_stride"] == fields.len_burst
+        if self.kind == Opcode.COPY_GM_TO_UBUF:
+            packed &= ~fields.data_select_bit
+        return _reg(m, packed, "packed_rows")
 
     @staticmethod
     def _misaligned(value):

@@ -1,7 +1,7 @@
 """The byte-exact golden model of the MTE DMA engine.
 
 Commands run in program order (the result of a correctly synchronised program). A copy is
-checked by `rules.check_copy` before any byte moves, then performed as a few numpy
+checked by `rules.first_violation` before any byte moves, then performed as a few numpy
 operations on strided views of the memories:
 
 - the loop nest (loop2, loop1, n_burst) becomes a 4-D view (loop2, loop1, n_burst, bytes)
@@ -43,23 +43,6 @@ _SPACES = {
     Opcode.COPY_UBUF_TO_UBUF: ("ub", "ub"),
 }
 
-# Rule-violation messages, formatted with the command's fields plus es, dtype, ub_size.
-_RULE_MESSAGES = {
-    ErrorCode.TYPE_UNSUPPORTED: "element type {dtype} is not supported {where}",
-    ErrorCode.LEN_NOT_ELEMENT_MULTIPLE:
-        "len_burst {len_burst} is not a multiple of the {es}-byte element",
-    ErrorCode.PAD_WITHOUT_SELECT:
-        "left/right padding {left_padding}/{right_padding} with data_select_bit 0",
-    ErrorCode.PAD_TOO_LARGE: "left/right padding {left_padding}/{right_padding} of "
-                             "{es}-byte elements exceeds " f"{isa.PAD_MAX_BYTES} bytes",
-    ErrorCode.UB_MISALIGNED:
-        f"a UB address, row stride or loop stride is not a multiple of {isa.UB_LINE} bytes",
-    ErrorCode.STRIDE_OVERLAP: "a row stride is smaller than its row",
-    ErrorCode.UB_RANGE: "the copy reaches beyond the {ub_size}-byte UB",
-    ErrorCode.GM_RANGE: f"the copy reaches beyond GM address {(1 << isa.GM_ADDR_BITS) - 1:#x}",
-    ErrorCode.UB_OVERLAP: "source and destination UB ranges intersect",
-}
-
 
 def _fields_fit(instr):
     values = instr.values
@@ -67,10 +50,6 @@ def _fields_fit(instr):
         if not 0 <= values[name] <= top:
             return False
     return True
-
-
-def _dtype_name(code):
-    return isa.DTYPES[code].name if code < len(isa.DTYPES) else f"#{code}"
 
 
 @dataclass
@@ -183,23 +162,15 @@ class Engine:
         if instr.deferred is not None or not _fields_fit(instr):
             encode_instr(instr)       # raises the error, worded as the assembler words it
         if instr.op.opcode in COPY_OPCODES:
-            code = rules.check_copy(instr.op, instr.values, self._copy_registers(instr.op),
-                                    self.profile)
-            if code != ErrorCode.NONE:
-                raise self._error(instr, code, self._rule_message(code, instr.values))
+            violation = rules.first_violation(instr.op, instr.values,
+                                              self._copy_registers(instr.op), self.profile)
+            if violation.code != ErrorCode.NONE:
+                raise self._error(instr, violation.code, violation.message)
 
     def _copy_registers(self, op):
         """A snapshot of the registers the copy's pipe uses (UB->UB has none)."""
         regs = self.regs.get(op.pipe)
         return None if regs is None else dict(regs)
-
-    def _rule_message(self, code, values):
-        sub_byte = values["dtype"] < len(isa.DTYPES) and isa.DTYPES[values["dtype"]].size == 0
-        where = ("on any profile (it is sub-byte)" if sub_byte
-                 else f"on profile {self.profile.name}")
-        details = dict(values, es=rules.element_size(values), dtype=_dtype_name(values["dtype"]),
-                       where=where, ub_size=self.profile.ub_size)
-        return _RULE_MESSAGES[code].format(**details)
 
     @staticmethod
     def _error(instr, code, message, address=None):

@@ -239,13 +239,15 @@ class Profile:
     name: str
     ub_size: int
     f8: bool
+    packed_rows: bool       # a UB row stride equal to len_burst need not be line-aligned
+                            # when no pad is written (SPEC.md, "Packed UB rows")
 
 
 PROFILES = {p.name: p for p in (
-    Profile("a2a3", 196608, False),
-    Profile("a5", 262144, True),
-    Profile("kirin9030", 131072, False),
-    Profile("kirinx90", 131072, False),
+    Profile("a2a3", 196608, False, False),
+    Profile("a5", 262144, True, True),
+    Profile("kirin9030", 131072, False, False),
+    Profile("kirinx90", 131072, False, False),
 )}
 DEFAULT_PROFILE = "a5"
 

@@ -9,9 +9,10 @@ GM windows (whole 4 KiB pages) and the whole initial UB. Everything derives from
 `Case.rerun` is the command line that runs the same case on the RTL again.
 
 What the programs exercise: unaligned GM, rows shorter than 32 bytes, rows crossing 4 KiB
-pages, padding at every element size, two hardware loops and software loops, loop
-destinations that overlap (the later write wins), sticky registers, and the three pipes
-running concurrently. The model runs a program in order; the RTL runs its pipes at once,
+pages, packed UB rows on a5 (a UB row stride of len_burst, rows starting mid-line),
+padding at every element size, two hardware loops and software loops, loop destinations
+that overlap (the later write wins), sticky registers, and the three pipes running
+concurrently. The model runs a program in order; the RTL runs its pipes at once,
 so whenever a command touches bytes that an earlier command of another pipe wrote or
 reads (or reads bytes it writes), a `set_flag` / `wait_flag` pair orders the two.
 
@@ -39,6 +40,7 @@ GUARD = 0xAA
 AUTO = "auto"
 ERROR_CLASSES = tuple(code for code in ErrorCode if code != ErrorCode.NONE)
 ERROR_SHARE = 0.15          # share of AUTO cases that end in an error command
+PACKED_SHARE = 0.35         # share of multi-row copies without pad that pack their UB rows
 MAX_ROWS = 48               # rows per copy, all loops included
 PIPE_TEXT = {Pipe.MTE2: "PIPE_MTE2", Pipe.MTE3: "PIPE_MTE3", Pipe.V: "PIPE_V"}
 EXTERNAL_PIPES = ("PIPE_S", "PIPE_MTE1", "PIPE_FIX", "PIPE_M")
@@ -429,10 +431,11 @@ class _Program:
         footprint = copy.footprint()
         self.issued[copy.pipe] += 1
         self.history.append((copy.pipe, self.issued[copy.pipe], footprint))
-        src_space, _ = copy.spaces()
-        for s, d in copy.rows()[:4]:
-            self.used["ub" if src_space == "ub" else "gm"].append(s)
-            self.used["ub" if copy.spaces()[1] == "ub" else "gm"].append(d)
+        src_space, dst_space = copy.spaces()
+        for row in copy.rows()[:4]:
+            for space, addr in zip((src_space, dst_space), row):
+                # A packed row may start mid-line; a UB pointer may not.
+                self.used[space].append(addr - addr % UB_LINE if space == "ub" else addr)
         self.reads += [(src_space, s, copy.read_bytes()) for s, _ in copy.rows()]
 
     # copies written out
@@ -590,6 +593,11 @@ class _Program:
             return rng.choice([0, UB_LINE])     # destinations overlap
         return align_up(inner_span, UB_LINE) + UB_LINE * rng.choice([0, 0, 1, 4])
 
+    def packs_rows(self):
+        """Whether a copy that writes no pad packs its UB rows (a stride of len_burst,
+        rows starting mid-line), where the profile has packed rows."""
+        return self.profile.packed_rows and self.rng.random() < PACKED_SHARE
+
     def grouped_pad(self, copy):
         rng = self.rng
         pad_type = copy.dtype if rng.random() < 0.7 else self.dtype()
@@ -613,6 +621,8 @@ class _Program:
         footprint = (copy.left + copy.right) * es + copy.length
         if copy.n > 1:
             copy.dst_stride = align_up(footprint, UB_LINE) + UB_LINE * rng.choice([0, 0, 1, 3])
+            if not copy.select and self.packs_rows():
+                copy.dst_stride = copy.length
             copy.src_stride = copy.length + rng.choice([0, 0, rng.randint(1, 64),
                                                         rng.randint(1, 3000)])
         else:
@@ -633,6 +643,8 @@ class _Program:
         copy.n = self.row_count()
         if copy.n > 1:
             copy.src_stride = align_up(copy.length, UB_LINE) + UB_LINE * rng.choice([0, 0, 1, 3])
+            if self.packs_rows():
+                copy.src_stride = copy.length
             copy.dst_stride = copy.length + rng.choice([0, 0, rng.randint(1, 64),
                                                         rng.randint(1, 3000)])
         else:
@@ -810,8 +822,10 @@ def _ub_misaligned(p):
     ub_side = "src" if copy.kind == "ub_gm" else "dst"
     if copy.kind == "ub_ub":
         ub_side = rng.choice(["src", "dst"])
-    choice = rng.randrange(3) if copy.kind != "ub_ub" else 0
-    if choice == 0:
+    choice = rng.randrange(4) if copy.kind != "ub_ub" else 0
+    if choice == 3:
+        _unpackable_rows(p, copy)
+    elif choice == 0:
         setattr(copy, ub_side, getattr(copy, ub_side) + rng.randint(1, UB_LINE - 1))
     elif choice == 1:
         copy.n = max(copy.n, 2)
@@ -824,6 +838,25 @@ def _ub_misaligned(p):
         bump = rng.randint(1, UB_LINE - 1)
         copy.loops[0] = (2, src + bump, dst) if ub_side == "src" else (2, src, dst + bump)
     p.emit(copy, ordered=False)
+
+
+def _unpackable_rows(p, copy):
+    """A UB row stride off a line that SPEC.md's packed rows do not excuse: a stride of
+    len_burst on a profile without packed rows or for padded MTE2 rows, or on a5 a stride
+    that is not len_burst."""
+    rng = p.rng
+    copy.n = max(copy.n, 2)
+    if copy.length % UB_LINE == 0:
+        copy.length += copy.es
+    stride = copy.length
+    if p.profile.packed_rows:
+        if copy.kind == "gm_ub" and rng.random() < 0.5:
+            copy.select = True
+            if copy.pad is None:
+                p.grouped_pad(copy)
+        else:
+            stride += rng.choice([n for n in range(1, UB_LINE) if (stride + n) % UB_LINE])
+    setattr(copy, "dst_stride" if copy.kind == "gm_ub" else "src_stride", stride)
 
 
 def _stride_overlap(p):

@@ -2,7 +2,9 @@
 
 `random_copy(rng, kind, profile)` returns (values, regs): the fields of a copy op and, for
 MTE2/MTE3, its pipe's registers, every value within its isa field width. A share of the
-cases sits exactly on a boundary (UB end == UB size, GM end == 2^40, pad == 32 bytes).
+cases sits exactly on a boundary (UB end == UB size, GM end == 2^40, pad == 32 bytes), and
+a share has a UB row stride equal to len_burst (packed rows on a5, UB_MISALIGNED elsewhere
+unless it is a line multiple).
 """
 
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PIPE_REGISTERS,
@@ -141,7 +143,9 @@ def random_copy(rng, kind, profile):
     else:
         ub_row = v["len_burst"]
         gm, ub, gm_side, ub_side = "gm_dst", "ub_src", "dst", "src"
-    v[f"{ub_side}_stride"] = _ub_stride(rng, ub_row, w[f"{ub_side}_stride"])
+    v[f"{ub_side}_stride"] = _pick(
+        rng, (0.85, lambda: _ub_stride(rng, ub_row, w[f"{ub_side}_stride"])),
+        (0.15, lambda: v["len_burst"]))        # packed rows where the profile has them
     v[f"{gm_side}_stride"] = _gm_stride(rng, v["len_burst"], w[f"{gm_side}_stride"])
     v[ub] = _ub_address(rng, profile.ub_size, w[ub])
     v[gm] = _pick(rng, (0.7, lambda: rng.randrange(1 << 32)),

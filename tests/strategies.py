@@ -5,8 +5,9 @@ of `program.Instr` (register writes, copies of every kind, flags). Every copy pa
 `rules.check_copy` and every GM row it touches is mapped, so a correct engine runs the
 whole list without error. Registers are sticky across copies and only sometimes
 rewritten; strides and loop counts are drawn so that destination rows often overlap
-(later rows must win). Sources hold random bytes; destinations and the bytes around them
-start as GUARD, so a stray or missing write shows.
+(later rows must win), and on a5 UB rows are sometimes packed (SPEC.md). Sources hold
+random bytes; destinations and the bytes around them start as GUARD, so a stray or
+missing write shows.
 
 Each copy's GM lies in its own quarter of the 40-bit space, sometimes against the top of
 GM, sometimes split into two adjacent regions. `gm_align` rounds regions out to whole
@@ -144,11 +145,16 @@ class _Builder:
                 lambda v: pad_bits(v, dtype.name))
         return self.draw(choices)
 
-    def row_strides(self, n, gm_row, ub_row):
-        """(GM stride, UB stride): legal start-to-start distances for n rows."""
+    def row_strides(self, n, gm_row, ub_row, packable):
+        """(GM stride, UB stride): legal start-to-start distances for n rows; where the
+        profile packs rows and the copy writes no pad (`packable`), sometimes packed UB
+        rows (a stride of exactly the row, off a line)."""
         if n > 1:
-            return (gm_row + self.draw(st.integers(0, 64)),
-                    rules.align_up(ub_row, UB_LINE) + UB_LINE * self.draw(st.integers(0, 2)))
+            gm_stride = gm_row + self.draw(st.integers(0, 64))
+            if packable and self.profile.packed_rows and self.draw(st.booleans()):
+                return gm_stride, ub_row
+            return gm_stride, rules.align_up(ub_row, UB_LINE) + UB_LINE * self.draw(
+                st.integers(0, 2))
         return self.draw(st.integers(0, 300)), self.draw(st.integers(0, 200))
 
     # --- placing memory --------------------------------------------------------------
@@ -200,7 +206,8 @@ class _Builder:
         pads = [self.draw(st.integers(0, isa.PAD_MAX_BYTES // es)) if select else 0
                 for _ in range(2)]
         n = self.draw(st.integers(0, 5))
-        src_stride, dst_stride = self.row_strides(n, length, length + sum(pads) * es)
+        src_stride, dst_stride = self.row_strides(n, length, length + sum(pads) * es,
+                                                  packable=not select)
         values = dict(gm_src=0, ub_dst=0, sid=self.draw(st.integers(0, 15)), n_burst=n,
                       len_burst=length, left_padding=pads[0], right_padding=pads[1],
                       data_select_bit=int(select), l2_cache_ctl=self.draw(st.integers(0, 15)),
@@ -216,7 +223,7 @@ class _Builder:
         self.loop_registers(Pipe.MTE3, "src", "ubtoout")
         length = es * self.draw(st.integers(0, 160 // es))
         n = self.draw(st.integers(0, 5))
-        dst_stride, src_stride = self.row_strides(n, length, length)
+        dst_stride, src_stride = self.row_strides(n, length, length, packable=True)
         values = dict(ub_src=0, gm_dst=0, sid=self.draw(st.integers(0, 15)), n_burst=n,
                       len_burst=length, l2_cache_ctl=self.draw(st.integers(0, 15)),
                       dst_stride=dst_stride, src_stride=src_stride)

@@ -13,6 +13,7 @@ from strategies import command
 
 GM = 0x2000
 GM_TOP = 1 << GM_ADDR_BITS
+UB_SIZE = Engine().profile.ub_size
 RNG = np.random.default_rng(7)
 
 
@@ -154,6 +155,43 @@ def test_ub_misaligned(setup, instr):
     expect_rejected(ErrorCode.UB_MISALIGNED, *setup, instr)
 
 
+# Each rule's message names the one operand or stride that breaks it, with its value.
+@pytest.mark.parametrize("code, setup, instr, message", [
+    (ErrorCode.UB_MISALIGNED, [], load(ub_dst=0x1010), "ub_dst = 0x1010 is not a multiple of 32"),
+    (ErrorCode.UB_MISALIGNED, [], ub_copy(ub_src=0x20, ub_dst=0x1010), "ub_dst = 0x1010"),
+    (ErrorCode.UB_MISALIGNED, [], ub_copy(ub_src=0x28, ub_dst=0x1010), "ub_src = 0x28"),
+    (ErrorCode.UB_MISALIGNED, [], store(n_burst=2, dst_stride=64, src_stride=72),
+     "src_stride 72 is not a multiple of 32, nor len_burst 64 (packed rows) with n_burst 2"),
+    (ErrorCode.UB_MISALIGNED, [command("set_loop_size_outtoub", loop1_count=2, loop2_count=1),
+                               command("set_loop1_stride_outtoub", src_stride=64,
+                                       dst_stride=48)], load(),
+     "loop1 dst stride 48 is not a multiple of 32 with loop1 count 2"),
+    (ErrorCode.UB_MISALIGNED, [command("set_loop_size_ubtoout", loop1_count=1, loop2_count=3),
+                               command("set_loop2_stride_ubtoout", src_stride=100,
+                                       dst_stride=64)], store(),
+     "loop2 src stride 100 is not a multiple of 32 with loop2 count 3"),
+    (ErrorCode.STRIDE_OVERLAP, [], load(n_burst=2, src_stride=63, dst_stride=64),
+     "src_stride 63 is smaller than len_burst 64"),
+    (ErrorCode.STRIDE_OVERLAP, [], load(n_burst=2, src_stride=64, dst_stride=64,
+                                        data_select_bit=1, left_padding=1),
+     "dst_stride 64 is smaller than the row's footprint 65"),
+    (ErrorCode.STRIDE_OVERLAP, [], store(n_burst=2, len_burst=96, dst_stride=96, src_stride=64),
+     "src_stride 64 is smaller than len_burst 96"),
+    (ErrorCode.UB_RANGE, [], load(ub_dst=UB_SIZE - 32),
+     f"ub_dst = {UB_SIZE - 32:#x}: the copy reaches UB byte {UB_SIZE + 31:#x}, beyond the "
+     f"{UB_SIZE}-byte UB"),
+    (ErrorCode.UB_RANGE, [], ub_copy(ub_src=UB_SIZE - 32, ub_dst=0, len_burst=2),
+     f"ub_src = {UB_SIZE - 32:#x}"),
+    (ErrorCode.GM_RANGE, [], store(gm_dst=GM_TOP - 10),
+     f"gm_dst = {GM_TOP - 10:#x}: the copy reaches GM byte {GM_TOP + 53:#x}, beyond "
+     f"{GM_TOP - 1:#x}"),
+    (ErrorCode.GM_RANGE, [], load(gm_src=GM_TOP - 300, n_burst=3, src_stride=120,
+                                  dst_stride=64), f"gm_src = {GM_TOP - 300:#x}"),
+])
+def test_a_rule_message_names_the_operand_and_its_value(code, setup, instr, message):
+    assert message in expect_rejected(code, *setup, instr).message
+
+
 def test_unaligned_strides_are_fine_where_unused():
     """One row: dst_stride is free; count 1: its loop stride is never applied."""
     engine = engine_with_memory()
@@ -175,9 +213,6 @@ def test_stride_overlap(instr):
 
 
 # --- UB_RANGE / GM_RANGE / UB_OVERLAP ---------------------------------------------------
-
-UB_SIZE = Engine().profile.ub_size
-
 
 @pytest.mark.parametrize("instr", [
     load(ub_dst=UB_SIZE - 32),                                              # data

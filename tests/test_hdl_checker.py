@@ -9,8 +9,8 @@ from amaranth.back import verilog
 from hdl.checker import COPY_KINDS, COUNT_FLAGS, LOOP_COUNTS, CopyChecker, has_loops
 from hdl.layouts import CMD_INDEX_BITS, ROW_TERM_BITS
 from hdl.regfile import counts_less_one
-from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFILES, ErrorCode,
-                       Opcode)
+from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFILES, UB_LINE,
+                       ErrorCode, Opcode)
 from model.rules import check_copy, geometry
 from control_cases import random_copy
 from hdl_helpers import (count_flags, gates_reached, pad8, register_cells, register_sources,
@@ -68,13 +68,18 @@ def expected_row_terms(length):
 
 
 def boundaries_touched(kind, values, regs, profile):
-    """The exact range / pad boundaries a copy sits on (coverage only)."""
+    """The exact range / pad boundaries a copy sits on, and packed rows that pass
+    (coverage only)."""
     op = OP_BY_OPCODE[kind]
     if values["dtype"] >= len(DTYPES) or not DTYPES[values["dtype"]].size:
         return set()
     g = geometry(op, values, regs)
     es = DTYPES[values["dtype"]].size
     found = set()
+    ub_stride = g.dst_stride if kind == Opcode.COPY_GM_TO_UBUF else g.src_stride
+    if (kind != Opcode.COPY_UBUF_TO_UBUF and g.n_burst > 1 and ub_stride % UB_LINE
+            and check_copy(op, values, regs, profile) == ErrorCode.NONE):
+        found.add("packed")
     if values.get("data_select_bit") and PAD_MAX_BYTES in (values["left_padding"] * es,
                                                            values["right_padding"] * es):
         found.add("pad32")
@@ -93,6 +98,7 @@ def boundaries_touched(kind, values, regs, profile):
     (Opcode.COPY_GM_TO_UBUF, "a5", 4000, 0.0),
     (Opcode.COPY_GM_TO_UBUF, "a2a3", 2000, 0.5),
     (Opcode.COPY_UBUF_TO_GM, "a2a3", 3000, 0.3),
+    (Opcode.COPY_UBUF_TO_GM, "a5", 1500, 0.3),
     (Opcode.COPY_UBUF_TO_UBUF, "kirin9030", 3000, 0.3),
 ])
 def test_checker_matches_rules(kind, profile, count, stall):
@@ -173,6 +179,8 @@ def test_checker_matches_rules(kind, profile, count, stall):
         wanted |= {"gm_at", "gm_over"}
     if kind == Opcode.COPY_GM_TO_UBUF:
         wanted.add("pad32")
+    if profile.packed_rows and kind != Opcode.COPY_UBUF_TO_UBUF:
+        wanted.add("packed")
     for name in wanted:
         assert boundaries[name] >= 10, boundaries
 

@@ -3,7 +3,8 @@ reference and against the SPEC's byte rule, at one word per cycle.
 
 Rows: element sizes 1, 2, 4, 8 with distinct pad values, every left pad 0..32 bytes in
 whole elements, right pads, row strides that leave several words of right fill,
-select = 0 rows, rows shorter than a word and rows of many words; W = 16, 32, 64 and 128."""
+select = 0 rows, rows shorter than a word and rows of many words, packed rows (a5: select
+= 0 rows back to back, starting at any byte of a line); W = 16, 32, 64 and 128."""
 
 import random
 
@@ -194,6 +195,37 @@ def test_mid_word_rows_w64():
                 "es": 8, "pad_val": 0x0807060504030201, "body": rng.randbytes(length)})
     cycles, words = run_pad(width, rows, rng)
     assert cycles <= words + LATENCY
+
+
+def packed_rows(width, rng, copies):
+    """select = 0 rows as a5's packed copies make them: each copy's rows back to back
+    from a line (row r at ub + r * len_burst), so all but the first start mid-line, at
+    any byte of a word, and two rows share the word where one ends and the next begins."""
+    rows = []
+    for _ in range(copies):
+        es = rng.choice((1, 2, 4, 8))
+        length = es * rng.choice((1, rng.randint(1, 2 * width // es), rng.randint(1, 80 // es)))
+        n = rng.randint(2, 6)
+        ub = UB_LINE * rng.randrange((UB_TOP - n * length) // UB_LINE)
+        for r in range(n):
+            rows.append({
+                "row": {"ub_addr": ub + r * length, "length": length, "left": 0,
+                        "extent": length, "select": 0, "pad8": 0, "last": int(r == n - 1)},
+                "es": es, "pad_val": 0, "body": rng.randbytes(length)})
+    return rows
+
+
+@pytest.mark.parametrize("width", BLOCK_WIDTHS)
+def test_packed_rows_start_anywhere(width):
+    """Rows starting at every byte of a line: exactly their bytes are written, at one
+    word per cycle, also under stalls."""
+    rng = random.Random(55 + width)
+    rows = packed_rows(width, rng, 40)
+    offsets = {r["row"]["ub_addr"] % UB_LINE for r in rows}
+    assert len(offsets) >= UB_LINE // 2 and any(o % 2 for o in offsets), offsets
+    cycles, words = run_pad(width, rows, rng)
+    assert cycles <= words + LATENCY
+    run_pad(width, packed_rows(width, rng, 20), rng, 0.3, 0.3)
 
 
 @pytest.mark.parametrize("width", BLOCK_WIDTHS)

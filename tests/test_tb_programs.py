@@ -62,6 +62,17 @@ def test_legal_programs_run_without_error(seed):
     assert any(i.op.opcode in COPY_OPCODES for i in instrs)
 
 
+@pytest.mark.parametrize("profile", ["a2a3", "kirin9030"])
+@pytest.mark.parametrize("seed", SEEDS[:8])
+def test_profiles_without_packed_rows_get_legal_programs(seed, profile):
+    """Only a5 packs rows: elsewhere the generator keeps UB strides on lines, and a
+    UB_MISALIGNED program still fails at its last command."""
+    _, error, _ = _run(generate(seed, None, profile))
+    assert error is None, error
+    instrs, error, index = _run(generate(seed, ErrorCode.UB_MISALIGNED, profile))
+    assert (error.code, index) == (ErrorCode.UB_MISALIGNED, len(instrs) - 1), error
+
+
 @pytest.mark.parametrize("code", ERROR_CLASSES, ids=lambda c: c.name)
 @pytest.mark.parametrize("seed", SEEDS[:12])
 def test_error_programs_fail_at_their_last_command(seed, code):
@@ -155,7 +166,8 @@ def test_cross_pipe_hazards_are_common():
 
 def test_programs_cover_the_features():
     """Across a few dozen programs: both surfaces, padding at every element size, rows
-    under 32 bytes, rows crossing a 4 KiB page, unaligned GM, multi-loop copies."""
+    under 32 bytes, rows crossing a 4 KiB page, unaligned GM, multi-loop copies, packed
+    UB rows (starting mid-line) in both directions."""
     seen = set()
     for seed in SEEDS:
         case = generate(seed, None)
@@ -177,6 +189,9 @@ def test_programs_cover_the_features():
                 seen.add(f"pad es={isa.DTYPES[v['dtype']].size}")
             if op.opcode != Opcode.COPY_UBUF_TO_UBUF:
                 gm = [s if op.opcode == Opcode.COPY_GM_TO_UBUF else d for s, d, _, _ in rows]
+                ub = [d if op.opcode == Opcode.COPY_GM_TO_UBUF else s for s, d, _, _ in rows]
+                if any(a % 32 for a in ub):
+                    seen.add(f"packed {op.pipe.name}")
                 seen |= {"short row"} if 0 < v["len_burst"] < 32 else set()
                 seen |= {"unaligned gm"} if any(a % 32 for a in gm) else set()
                 if any(a // PAGE != (a + v["len_burst"] - 1) // PAGE for a in gm):
@@ -186,7 +201,7 @@ def test_programs_cover_the_features():
     wanted = {"mte_gm_ub", "mte_ub_gm", "mte_ub_ub", "copy_gm_to_ubuf", "copy_ubuf_to_gm",
               "copy_ubuf_to_ubuf", "pad(", "loop(", "castptr", "addptr", "set_mov_pad_val",
               "pad es=1", "pad es=2", "pad es=4", "pad es=8", "short row", "unaligned gm",
-              "page crossing", "two loops"}
+              "page crossing", "two loops", "packed MTE2", "packed MTE3"}
     assert wanted <= seen, f"never generated: {sorted(wanted - seen)}"
 
 
