@@ -117,9 +117,11 @@ def _type_body(typ, names):
     return [item.strip() for item in rest[:-1].split(",")]
 
 
-def _dimension(text, token, what):
+def _field_number(text, token, what):
     if text == "?":
         raise _error(token, f"{what} is dynamic ('?'): this engine needs it as a number")
+    if not re.fullmatch(r"\d{1,12}", text):
+        raise _error(token, f"{what} {text!r} is not a number")
     return int(text)
 
 
@@ -152,14 +154,15 @@ def tile_type(typ):
         raise _error(token, f"{typ.text} gives no {', '.join(missing)}")
     if fields["loc"] not in SPACES:
         raise _error(token, f"unknown loc {fields['loc']!r} ({', '.join(SPACES)})")
-    rows = _dimension(fields["rows"], token, "rows")
-    cols = _dimension(fields["cols"], token, "cols")
+    rows = _field_number(fields["rows"], token, "rows")
+    cols = _field_number(fields["cols"], token, "cols")
     tile = Tile(fields["loc"], _dtype(fields["dtype"], token), rows, cols,
-                _dimension(fields.get("v_row", str(rows)), token, "the valid row count"),
-                _dimension(fields.get("v_col", str(cols)), token, "the valid column count"),
+                _field_number(fields.get("v_row", str(rows)), token, "the valid row count"),
+                _field_number(fields.get("v_col", str(cols)), token, "the valid column count"),
                 _spelling(fields.get("blayout", "row_major")),
                 _spelling(fields.get("slayout", "none_box")),
-                int(fields.get("fractal", 512)), int(fields.get("pad", 0)))
+                _field_number(fields.get("fractal", "512"), token, "fractal"),
+                _field_number(fields.get("pad", "0"), token, "pad"))
     if tile.pad not in range(len(PAD_NAMES)):
         raise _error(token, f"unknown pad {tile.pad} (0 none, 1 zero, 2 max, 3 min)")
     if not (tile.valid_rows <= rows and tile.valid_cols <= cols):
@@ -170,8 +173,11 @@ def tile_type(typ):
 
 def view_dtype(typ):
     """Element type of a `!pto.tensor_view<...xT>` / `!pto.partition_tensor_view<...>`."""
-    (body,) = _type_body(typ, ("!pto.tensor_view", "!pto.partition_tensor_view"))
-    return _dtype(body.rsplit("x", 1)[-1], typ.token)
+    body = _type_body(typ, ("!pto.tensor_view", "!pto.partition_tensor_view"))
+    if len(body) != 1:
+        raise _error(typ.token, f"expected a view type such as !pto.tensor_view<16x16xf16>, "
+                                f"found {typ.text}")
+    return _dtype(body[0].rsplit("x", 1)[-1], typ.token)
 
 
 def pad_bits(tile, token):

@@ -8,7 +8,7 @@ from the model. Every memory is compared whole, around guard bytes.
 """
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -74,32 +74,61 @@ def names(values):
     return ", ".join(f"%k{v}" for v in values)
 
 
-def tile_program(case, direction, spelling="AS-2", op="tload"):
-    """A kernel that assigns the tile, makes the view and moves the tile's valid region."""
-    full, part = case.view_type(case.extent), case.view_type(case.shape,
-                                                             "partition_tensor_view")
-    values = case.extent + case.strides + case.offsets + case.shape + (case.ub,)
+def case_values(case):
+    return case.extent + case.strides + case.offsets + case.shape + (case.ub,)
+
+
+def statements(case, direction, tag="", gm="%gm", spelling="AS-2", op="tload"):
+    """Assign the tile, make the view and move the tile's valid region; the names end in
+    `tag`."""
+    tile, view, part = f"%t{tag}", f"%v{tag}", f"%p{tag}"
+    full, part_type = case.view_type(case.extent), case.view_type(case.shape,
+                                                                  "partition_tensor_view")
     if spelling == "AS-2":
-        assign = f"pto.tassign ins(%t, %k{case.ub} : {case.tile_type}, index)"
-        move = (f"pto.{op} ins(%p : {part}) outs(%t : {case.tile_type})"
+        assign = f"pto.tassign ins({tile}, %k{case.ub} : {case.tile_type}, index)"
+        move = (f"pto.{op} ins({part} : {part_type}) outs({tile} : {case.tile_type})"
                 if direction == "load" else
-                f"pto.tstore ins(%t : {case.tile_type}) outs(%p : {part})")
+                f"pto.tstore ins({tile} : {case.tile_type}) outs({part} : {part_type})")
     else:
-        assign = f"pto.tassign %t, %k{case.ub} : {case.tile_type.replace('tile_buf', 'tile')}, index"
-        tile = case.tile_type.replace("tile_buf", "tile")
-        move = (f"%t = pto.{op} %p : {part} -> {tile}" if direction == "load" else
-                f"pto.tstore %t, %p : ({tile}, {part}) -> ()")
+        tile_type = case.tile_type.replace("tile_buf", "tile")
+        assign = f"pto.tassign {tile}, %k{case.ub} : {tile_type}, index"
+        move = (f"{tile} = pto.{op} {part} : {part_type} -> {tile_type}" if direction == "load"
+                else f"pto.tstore {tile}, {part} : ({tile_type}, {part_type}) -> ()")
+    return [assign,
+            f"{view} = pto.make_tensor_view {gm}, shape = [{names(case.extent)}], "
+            f"strides = [{names(case.strides)}] {{layout = #pto.layout<{case.layout}>}} "
+            f": {full}",
+            f"{part} = pto.partition_view {view}, offsets = [{names(case.offsets)}], "
+            f"sizes = [{names(case.shape)}] : {full} -> {part_type}",
+            move]
+
+
+def kernel(lines, cases):
+    values = [v for case in cases for v in case_values(case)]
+    body = "\n".join(f"    {line}" for line in lines)
     return f"""module {{
-  func.func @kernel(%gm: !pto.ptr<{case.dtype}, gm>) {{
+  func.func @kernel(%gm: !pto.ptr<u8, gm>, %out: !pto.ptr<u8, gm>) {{
 {constants(values)}
-    {assign}
-    %v = pto.make_tensor_view %gm, shape = [{names(case.extent)}], strides = [{names(case.strides)}] {{layout = #pto.layout<{case.layout}>}} : {full}
-    %p = pto.partition_view %v, offsets = [{names(case.offsets)}], sizes = [{names(case.shape)}] : {full} -> {part}
-    {move}
+{body}
     return
   }}
 }}
 """
+
+
+def tile_program(case, direction, spelling="AS-2", op="tload"):
+    return kernel(statements(case, direction, spelling=spelling, op=op), [case])
+
+
+MTE2_TO_MTE3 = ["pto.set_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]",
+                "pto.wait_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]"]
+
+
+def round_trip(case):
+    """Load the case's region into the tile, then, once MTE2 is done, store it to the same
+    place in the tensor at %out."""
+    return kernel(statements(case, "load") + MTE2_TO_MTE3
+                  + statements(case, "store", tag="s", gm="%out"), [case])
 
 
 def guard(n, seed):
@@ -236,6 +265,8 @@ HAND_WRITTEN = """
         : !pto.ptr<u16, gm>, !pto.ptr<u16, ub>, i64, i64, i64, i64, i64, i1, i64, i64, i64
     pto.copy_gm_to_ubuf %g1, %c1408, %c0, %c2, %c20, %c0, %c0, %true, %c0, %c40, %c32
         : !pto.ptr<u16, gm>, !pto.ptr<u16, ub>, i64, i64, i64, i64, i64, i1, i64, i64, i64
+    pto.set_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]
+    pto.wait_flag[PIPE_MTE2, PIPE_MTE3, EVENT_ID0]
     pto.set_loop_size_ubtoout %c2, %c3 : i64, i64
     pto.set_loop1_stride_ubtoout %c64, %c200 : i64, i64
     pto.set_loop2_stride_ubtoout %c128, %c600 : i64, i64
@@ -246,44 +277,36 @@ HAND_WRITTEN = """
 """
 
 
-def round_trip(case):
-    """Load the case's region into the tile, then store it back to the same place in a
-    second tensor (GM_BYTES / 2 further on)."""
-    load = tile_program(case, "load")
-    store = tile_program(case, "store").replace("%gm:", "%out:").replace(
-        "make_tensor_view %gm", "make_tensor_view %out")
-    body = store[store.index("    %v = "):store.index("    return")].replace("%v", "%w").replace(
-        "%p ", "%q ").replace("%p)", "%q)").replace("%p,", "%q,")
-    return load.replace("    return", body + "    return")
-
-
-def test_a_tile_program_equals_the_dma_program_it_lowers_to():
-    """The tile program and the hand-written commands give the same command words and
-    the same memories."""
+def test_a_tile_program_equals_the_dma_program_it_lowers_to(tmp_path):
+    """`mte asm` gives the tile program and the hand-written commands the same words, and
+    `mte run` leaves the same memories, which are the formula's."""
     case = LOADS[3]
-    tile_text = round_trip(case)
     out = GM_IN + GM_BYTES // 2
     first = (900 + 100 + 60 + 4) * 2
-    bindings = {"gm": GM_IN, "out": out, "g0": GM_IN + first, "g1": GM_IN + first + 1800,
-                "h0": out + first, "h1": out + first + 1800}
-    tile_instrs = parse(tile_text, bindings)
-    hand_instrs = parse(HAND_WRITTEN, bindings)
-    assert assemble(tile_instrs) == assemble(hand_instrs)
-    results = []
-    for instrs in (tile_instrs, hand_instrs):
-        gm = GlobalMemory()
-        gm.map(GM_IN, guard(GM_BYTES, 5))
-        engine = Engine("a5", gm)
-        engine.ub[:UB_SPAN] = guard(UB_SPAN, 6)
-        engine.run(instrs)
-        results.append((engine.gm.read(GM_IN, GM_BYTES), engine.ub[:UB_SPAN].copy()))
-    assert all(np.array_equal(a, b) for a, b in zip(*results))
-    gm_in = guard(GM_BYTES, 5)
-    half = GM_BYTES // 2
+    bindings = {"tile": {"gm": GM_IN, "out": out},
+                "hand": {"g0": GM_IN + first, "g1": GM_IN + first + 1800, "h0": out + first,
+                         "h1": out + first + 1800}}
+    (tmp_path / "gm.bin").write_bytes(guard(GM_BYTES, 5).tobytes())
+    (tmp_path / "ub.bin").write_bytes(guard(UB_SPAN, 6).tobytes())
+    results = {}
+    for name, text in (("tile", round_trip(case)), ("hand", HAND_WRITTEN)):
+        program = tmp_path / f"{name}.pto"
+        program.write_text(text)
+        binds = [arg for bound, value in bindings[name].items()
+                 for arg in ("--bind", f"{bound}={value}")]
+        words, gm, ub = (tmp_path / f"{name}.{kind}" for kind in ("words", "gm", "ub"))
+        assert main(["asm", str(program), "--format", "bin", "-o", str(words)] + binds) == 0
+        assert main(["run", str(program), "--gm", f"{GM_IN}={tmp_path / 'gm.bin'}",
+                     "--ub", f"0={tmp_path / 'ub.bin'}", "--dump-gm", f"{GM_IN}:{GM_BYTES}={gm}",
+                     "--dump-ub", f"0:{UB_SPAN}={ub}"] + binds) == 0
+        results[name] = [path.read_bytes() for path in (words, gm, ub)]
+    assert len(results["tile"][0]) > 40
+    assert results["tile"] == results["hand"]
+    gm_in, half = guard(GM_BYTES, 5), GM_BYTES // 2
     want = gm_in.copy()
     want[half:] = expected_store(case, expected_load(case, gm_in, guard(UB_SPAN, 6)),
                                  gm_in[half:])
-    assert np.array_equal(results[0][0], want)
+    assert results["tile"][1] == want.tobytes()
 
 
 @pytest.mark.parametrize("op", ["tload", "tprefetch"])
@@ -441,3 +464,103 @@ def test_element_sizes_must_be_equal():
         same_size.tile_type.replace("xi8", "xu8"), same_size.tile_type)
     _, ub_after = run_model(text, gm_bytes, ub_before)
     assert np.array_equal(ub_after, expected_load(same_size, gm_bytes, ub_before))
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("pto.tassign ins(%t, %k1024 :", "%r = pto.tassign ins(%t, %k1024 :", "tassign has no result"),
+    ("%v = pto.make_tensor_view", "pto.make_tensor_view", "make_tensor_view needs a result name"),
+    ("ins(%t, %k1024 :", "ins(%t :", "tassign: ins(...) takes 2 operands and 2 types, found 1 and 2"),
+    ("strides = [%k300, %k64, %k1]", "strides = [%k300, %k64]",
+     "make_tensor_view: shape and strides need the same number of dimensions, 1 to 5"),
+    (", strides = [%k300, %k64, %k1]", "", "make_tensor_view needs strides = [...]"),
+    ("offsets = [%k0, %k2, %k5], sizes = [%k3, %k4, %k40]", "offsets = [%k2, %k5], sizes = [%k4, %k40]",
+     "partition_view of a 3-dimensional view takes 3 offsets and sizes"),
+    ("partition_view %v,", "partition_view %t,",
+     "%t is not a tensor view (make_tensor_view or partition_view)"),
+    ("partition_view %v, offsets = [%k0,", "partition_view %v, offsets = [%n,",
+     "offset %n = -1 is below 0"),
+    ("outs(%p : !pto.partition_tensor_view<3x4x40xi8>)", "outs(%p : !pto.partition_tensor_view<3x4x40xf16>)",
+     "%p has element type i8, not that of !pto.partition_tensor_view<3x4x40xf16>"),
+    ("outs(%p : !pto.partition_tensor_view<3x4x40xi8>)", "outs(%p, %p : !pto.partition_tensor_view<3x4x40xi8>)",
+     "tstore: outs(...) takes 1 operands and 1 types, found 2 and 1"),
+    ("pto.tstore ins(", "%r = pto.tstore ins(", "tstore has no result"),
+    ("!pto.tensor_view<3x8x64xi8>", "!pto.tensor_view<3x8x64xq9>", "unknown element type 'q9'"),
+])
+def test_malformed_tile_statements_are_named_errors(old, new, message):
+    text = tile_program(LOADS[2], "store")
+    assert old in text
+    with pytest.raises(ProgramError) as info:
+        parse(text.replace(old, new), {"gm": GM_IN, "n": -1})
+    assert info.value.message == message
+
+
+def test_as1_load_names_its_tile_as_its_result():
+    text = tile_program(LOADS[2], "load", "AS-1")
+    with pytest.raises(ProgramError) as info:
+        parse(text.replace("%t = pto.tload", "pto.tload"), {"gm": GM_IN})
+    assert info.value.message.startswith("tload %view : view type -> tile type names its tile")
+
+
+def test_a_view_of_more_copies_than_the_limit_is_refused():
+    """Only an empty view can get there: a tile's valid rows fit in UB."""
+    case = Case("u8", 32, 32, (0, 32), (70000, 1, 1, 0, 32), (32, 32, 32, 32, 1),
+                (0, 0, 0, 0, 0), (70000, 1, 1, 0, 32))
+    with pytest.raises(ProgramError) as info:
+        parse(tile_program(case, "load"), {"gm": GM_IN})
+    assert info.value.message == "dimension 0 of the view unrolls into more than 65536 copies"
+
+
+def test_pad_max_of_hifloat8_is_refused():
+    case = Case("hifloat8", 2, 32, (2, 7), (2, 7), (31, 1), (0, 0), (2, 31), pad="max")
+    with pytest.raises(ProgramError) as info:
+        parse(tile_program(case, "load"), {"gm": GM_IN})
+    assert info.value.message.startswith("pad=2 (max) of hifloat8 is not supported")
+    zero = Case("hifloat8", 2, 32, (2, 7), (2, 7), (31, 1), (0, 0), (2, 31), pad="zero")
+    assert parse(tile_program(zero, "load"), {"gm": GM_IN})[3].values == {"pad_val": 0}
+
+
+def test_mutated_tile_programs_give_program_errors_only():
+    """Characters cut and spliced at random into tile programs: the parser answers each
+    with a ProgramError or instructions, never another exception (this caught a view
+    type with a comma in it)."""
+    rng = np.random.default_rng(7)
+    texts = [round_trip(c) for c in LOADS] + [tile_program(c, "load", "AS-1") for c in LOADS]
+    pieces = ["(", ")", "<", ">", ",", ":", "=", "[", "]", "?", "x", "%k0", "%t", "-1",
+              "99999999999999999999", "vec", "mat", "pad=", "valid=", "!pto.tile_buf<",
+              "->", "{", "}", "ins(", "outs(", "f16", "#pto.layout<dn>", "", ", ", "x, "]
+    for _ in range(3000):
+        text = texts[rng.integers(len(texts))]
+        for _ in range(rng.integers(1, 4)):
+            i = int(rng.integers(len(text)))
+            text = text[:i] + pieces[rng.integers(len(pieces))] + text[i + int(rng.integers(13)):]
+        try:
+            parse(text, {"gm": GM_IN, "out": GM_IN + GM_BYTES // 2})
+        except ProgramError:
+            pass
+
+
+def test_tile_programs_on_the_rtl_move_what_the_formula_says():
+    """One RTL run (tb/rtl_engine.py): three loads (ND padded over five dimensions, DN,
+    ND at an offset), then, after MTE2 is done, a store of the first tile. Whole UB and
+    the whole GM window against the formula."""
+    from tb.rtl_engine import run_on_rtl
+    first, dn, offset = LOADS[3], replace(LOADS[4], ub=0x1000), replace(LOADS[0], ub=0x2000)
+    lines = (statements(first, "load", "a") + statements(dn, "load", "b")
+             + statements(offset, "load", "c") + MTE2_TO_MTE3
+             + statements(first, "store", "s", gm="%out"))
+    half = GM_BYTES // 2
+    instrs = parse(kernel(lines, [first, dn, offset]), {"gm": GM_IN, "out": GM_IN + half})
+    gm_bytes, ub_before = guard(GM_BYTES, 8), guard(UB_SPAN, 9)
+    gm = GlobalMemory()
+    gm.map(GM_IN, gm_bytes)
+    result = run_on_rtl(instrs, "a5", gm, [(0, ub_before.tobytes())])
+    assert result.error is None
+    want_ub = ub_before
+    for case in (first, dn, offset):
+        want_ub = expected_load(case, gm_bytes, want_ub)
+    ub = np.frombuffer(result.read_ub(0, PROFILES["a5"].ub_size), dtype=np.uint8)
+    assert np.array_equal(ub[:UB_SPAN], want_ub)
+    assert not ub[UB_SPAN:].any()
+    want_gm = gm_bytes.copy()
+    want_gm[half:] = expected_store(first, want_ub, gm_bytes[half:])
+    assert result.read_gm(GM_IN, GM_BYTES) == want_gm.tobytes()
