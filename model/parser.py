@@ -21,8 +21,8 @@ so no stage recurses or converts numbers without bound (docs/semantics.md).
 
 The `pto.` prefix of an op is optional. `arith.constant`, `pto.castptr` and `pto.addptr`
 define values; every other op becomes one or more `Instr`s. The tile ops (`tassign`,
-`make_tensor_view`, `partition_view`, `tload`, `tprefetch`, `tstore`) are read and
-lowered by model/tiles.py. A `%x =` always starts a
+`alloc_tile`, `make_tensor_view`, `partition_view`, `tload`, `tprefetch`, `tstore`) are
+read and lowered by model/tiles.py. A `%x =` always starts a
 statement, so an op without operands (a flag, a barrier) may be followed by a definition.
 `arith.constant true` / `false` (optionally `: i1`) are the i1 values 1 and 0.
 

@@ -2,6 +2,7 @@
 
     pto.tassign %t, %addr : !pto.tile<...>, index                       AS-1
     pto.tassign ins(%t, %addr : !pto.tile_buf<...>, index)              AS-2
+    %t = pto.alloc_tile addr = %addr [valid_row = %r valid_col = %c] : !pto.tile_buf<...>
     %v = pto.make_tensor_view %ptr, shape = [..], strides = [..] {layout = #pto.layout<nd|dn>}
          : !pto.tensor_view<...xT>
     %p = pto.partition_view %v, offsets = [..], sizes = [..] : !pto.tensor_view<..> -> ...
@@ -28,12 +29,12 @@ the choices this makes.
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import ProgramError
 from .isa import DTYPE_BY_NAME, UB_LINE, ErrorCode
 
-TILE_OPS = ("tassign", "make_tensor_view", "partition_view", "tload", "tprefetch", "tstore")
+TILE_OPS = ("tassign", "alloc_tile", "make_tensor_view", "partition_view", "tload", "tprefetch", "tstore")
 RANK = 5
 # A tile op whose dimension 0 unrolls into more copies than this is refused.
 MAX_TILE_COPIES = 1 << 16
@@ -117,7 +118,9 @@ def _type_body(typ, names):
     return [item.strip() for item in rest[:-1].split(",")]
 
 
-def _field_number(text, token, what):
+def _field_number(text, token, what, dynamic=False):
+    if text == "?" and dynamic:
+        return None
     if text == "?":
         raise _error(token, f"{what} is dynamic ('?'): this engine needs it as a number")
     if not re.fullmatch(r"\d{1,12}", text):
@@ -133,7 +136,8 @@ def _dtype(name, token):
 
 
 def tile_type(typ):
-    """The Tile a `!pto.tile<...>` / `!pto.tile_buf<...>` type describes."""
+    """The Tile a `!pto.tile<...>` / `!pto.tile_buf<...>` type describes; a dynamic
+    valid dimension (`?`) is None."""
     token, fields = typ.token, {}
     for item in _type_body(typ, ("!pto.tile", "!pto.tile_buf")):
         key, equals, value = (part.strip() for part in item.partition("="))
@@ -157,17 +161,14 @@ def tile_type(typ):
     rows = _field_number(fields["rows"], token, "rows")
     cols = _field_number(fields["cols"], token, "cols")
     tile = Tile(fields["loc"], _dtype(fields["dtype"], token), rows, cols,
-                _field_number(fields.get("v_row", str(rows)), token, "the valid row count"),
-                _field_number(fields.get("v_col", str(cols)), token, "the valid column count"),
+                _field_number(fields.get("v_row", str(rows)), token, "v_row", dynamic=True),
+                _field_number(fields.get("v_col", str(cols)), token, "v_col", dynamic=True),
                 _spelling(fields.get("blayout", "row_major")),
                 _spelling(fields.get("slayout", "none_box")),
                 _field_number(fields.get("fractal", "512"), token, "fractal"),
                 _field_number(fields.get("pad", "0"), token, "pad"))
     if tile.pad not in range(len(PAD_NAMES)):
         raise _error(token, f"unknown pad {tile.pad} (0 none, 1 zero, 2 max, 3 min)")
-    if not (tile.valid_rows <= rows and tile.valid_cols <= cols):
-        raise _error(token, f"valid region {tile.valid_rows}x{tile.valid_cols} exceeds "
-                            f"the tile's {rows}x{cols}")
     return tile
 
 
@@ -209,7 +210,8 @@ def pad_bits(tile, token):
 
 def check_assign(tile, address, profile, token):
     """seed 002's SA-0351 ... SA-0354 (the order of its table), then the engine's own
-    limits: a Vec tile, ND or DN, whose rows start 32-byte aligned."""
+    limits: a Vec tile, ND or DN, whose rows start 32-byte aligned, with its valid
+    region inside it."""
     kind, buffer = SPACES[tile.loc]
     capacity = profile.ub_size if tile.loc == "vec" else 0
 
@@ -237,6 +239,9 @@ def check_assign(tile, address, profile, token):
         raise _error(token, f"the tile's {what} x {tile.dtype.size}) is {tile.pitch} bytes, "
                             f"not a multiple of {UB_LINE}: a Vec tile's rows start "
                             f"{UB_LINE}-byte aligned in UB")
+    if not (tile.valid_rows <= tile.rows and tile.valid_cols <= tile.cols):
+        raise _error(token, f"valid region {tile.valid_rows}x{tile.valid_cols} exceeds "
+                            f"the tile's {tile.rows}x{tile.cols}")
 
 
 # --- the statements -----------------------------------------------------------------
@@ -250,6 +255,7 @@ class TileStatement:
     result: object
     operands: list = field(default_factory=list)
     lists: dict = field(default_factory=dict)
+    scalars: dict = field(default_factory=dict)    # `key = %value`
     groups: dict = field(default_factory=dict)     # name -> (token, values, types)
     types: list = field(default_factory=list)
     result_types: list = field(default_factory=list)
@@ -278,16 +284,17 @@ def read_statement(p, op, name, result):
     stmt = TileStatement(op, name, result, _values(p))
     while p.peek().kind == "ident" and p.peek(1).text in ("=", "("):
         key = p.advance()
-        if p.accept("="):
-            p.expect("[")
-            stmt.lists[key.text] = _values(p)
-            p.expect("]")
-        else:
-            p.expect("(")
+        if p.accept("("):                                   # key(values : types)
             values = _values(p)
             types = p.parse_type_list() if p.accept(":") else []
             p.expect(")")
             stmt.groups[key.text] = (key, values, types)
+        elif p.expect("=") and p.peek().kind == "value":      # key = %value
+            stmt.scalars[key.text] = p.advance()
+        else:                                               # key = [values]
+            p.expect("[")
+            stmt.lists[key.text] = _values(p)
+            p.expect("]")
         p.accept(",")
     if p.at("{"):
         _attributes(p, stmt)
@@ -343,10 +350,17 @@ class TileScope:
         if name not in self.tiles:
             raise _error(token, f"tile {name} has no UB address: pto.tassign it first")
         tile, address = self.tiles[name]
-        if tile_type(typ) != tile:
+        declared = tile_type(typ)
+        dynamic = {dim: getattr(tile, dim) for dim in ("valid_rows", "valid_cols")
+                   if getattr(declared, dim) is None}
+        if replace(declared, **dynamic) != tile:
             raise _error(typ.token, f"{name} was assigned as a different tile type than "
                                     f"{typ.text}")
         return tile, address
+
+    def place(self, name, tile, address, token):
+        check_assign(tile, address, self.profile, token)
+        self.tiles[name] = (tile, address)
 
     def view(self, token, typ):
         if token.text not in self.views:
@@ -363,9 +377,34 @@ class TileScope:
     def tassign(self, p, stmt):
         (tile_token, addr_token), (typ, _) = self.operands(stmt, "ins", 2)
         tile = tile_type(typ)
+        if None in (tile.valid_rows, tile.valid_cols):
+            raise _error(typ.token, "a dynamic valid region ('?') is given by alloc_tile's "
+                                    "valid_row = %r valid_col = %c, not by tassign")
         address = p.integer(addr_token, p.resolve(addr_token))
-        check_assign(tile, address, self.profile, typ.token)
-        self.tiles[tile_token.text] = (tile, address)
+        self.place(tile_token.text, tile, address, typ.token)
+
+    def alloc_tile(self, p, stmt):
+        """PTOAS's placement: `addr = %a`, and the valid region's `?` dimensions from
+        `valid_row = %r valid_col = %c`."""
+        if stmt.operands or len(stmt.types) != 1:
+            raise _error(stmt.op, "alloc_tile takes addr = %a [valid_row = %r valid_col = "
+                                  "%c] and one tile type")
+        if "addr" not in stmt.scalars:
+            raise _error(stmt.op, "alloc_tile needs addr = %a: this engine places a tile "
+                                  "where the program says (no compiler placement)")
+        tile = tile_type(stmt.types[0])
+        valid = {}
+        for key, dim, what in (("valid_row", "valid_rows", "row"),
+                               ("valid_col", "valid_cols", "column")):
+            declared = getattr(tile, dim)
+            given = stmt.scalars.get(key)
+            if (declared is None) != (given is not None):
+                raise _error(given or stmt.types[0].token,
+                             f"{key} = %x goes with a dynamic ('?') valid {what} count, "
+                             f"and only with one")
+            valid[dim] = declared if given is None else self.number(p, given, key)
+        address = p.integer(stmt.scalars["addr"], p.resolve(stmt.scalars["addr"]))
+        self.place(stmt.result.text, replace(tile, **valid), address, stmt.types[0].token)
 
     def view_lists(self, p, stmt, names):
         lists = []

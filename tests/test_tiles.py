@@ -406,7 +406,9 @@ def test_sa_0354_an_address_off_the_32_byte_grid():
     ("!pto.tile_buf<vec, 10x4xf16, blayout=col_major>",
      "the tile's column (rows x 2) is 20 bytes, not a multiple of 32"),
     ("!pto.tile_buf<vec, 16x16xf16, valid=?x?>",
-     "the valid row count is dynamic ('?'): this engine needs it as a number"),
+     "a dynamic valid region ('?') is given by alloc_tile's valid_row = %r valid_col = %c, "
+     "not by tassign"),
+    ("!pto.tile_buf<vec, ?x16xf16>", "rows is dynamic ('?'): this engine needs it as a number"),
     ("!pto.tile_buf<vec, 16x16xf16, valid=17x16>",
      "valid region 17x16 exceeds the tile's 16x16"),
     ("!pto.tile_buf<vec, 16x16xf16, pad=4>", "unknown pad 4 (0 none, 1 zero, 2 max, 3 min)"),
@@ -564,3 +566,44 @@ def test_tile_programs_on_the_rtl_move_what_the_formula_says():
     want_gm = gm_bytes.copy()
     want_gm[half:] = expected_store(first, want_ub, gm_bytes[half:])
     assert result.read_gm(GM_IN, GM_BYTES) == want_gm.tobytes()
+
+
+def alloc_program(case, placement):
+    """The case's load with its tile placed by PTOAS's alloc_tile instead of tassign."""
+    text = tile_program(case, "load")
+    assign = next(line for line in text.splitlines() if "pto.tassign" in line)
+    return text.replace(assign, f"    %t = pto.alloc_tile {placement}")
+
+
+def test_alloc_tile_places_a_tile_as_tassign_does():
+    case = LOADS[0]
+    want = assemble(parse(tile_program(case, "load"), {"gm": GM_IN}))
+    static = alloc_program(case, f"addr = %k1024 : {case.tile_type}")
+    assert assemble(parse(static, {"gm": GM_IN})) == want
+    dynamic_type = case.tile_type.replace("valid=5x20", "valid=?x?")
+    dynamic = alloc_program(case, f"addr = %k1024 valid_row = %k5 valid_col = %k20 : "
+                                  f"{dynamic_type}").replace(
+        f"outs(%t : {case.tile_type})", f"outs(%t : {dynamic_type})")
+    assert assemble(parse(dynamic, {"gm": GM_IN})) == want
+
+
+@pytest.mark.parametrize("placement, message", [
+    ("valid_row = %k5 : !pto.tile_buf<vec, 8x32xf16, valid=5x20, pad=2>",
+     "alloc_tile needs addr = %a: this engine places a tile where the program says (no "
+     "compiler placement)"),
+    ("addr = %k1024 valid_row = %k5 : !pto.tile_buf<vec, 8x32xf16, valid=5x20, pad=2>",
+     "valid_row = %x goes with a dynamic ('?') valid row count, and only with one"),
+    ("addr = %k1024 valid_row = %k5 : !pto.tile_buf<vec, 8x32xf16, valid=?x?, pad=2>",
+     "valid_col = %x goes with a dynamic ('?') valid column count, and only with one"),
+    ("addr = %k1024 valid_row = %k20 valid_col = %k20 : !pto.tile_buf<vec, 8x32xf16, "
+     "valid=?x?, pad=2>", "valid region 20x20 exceeds the tile's 8x32"),
+    ("addr = %k5 : !pto.tile_buf<vec, 8x32xf16, valid=5x20, pad=2>",
+     "SA-0354: addr is not properly aligned for the target memory space. (0x5 is not a "
+     "multiple of 32)"),
+    ("%k5, addr = %k1024 : !pto.tile_buf<vec, 8x32xf16, valid=5x20, pad=2>",
+     "alloc_tile takes addr = %a [valid_row = %r valid_col = %c] and one tile type"),
+])
+def test_alloc_tile_errors(placement, message):
+    with pytest.raises(ProgramError) as info:
+        parse(alloc_program(LOADS[0], placement), {"gm": GM_IN})
+    assert info.value.message == message
