@@ -137,9 +137,15 @@ def ascendc_datacopypad(m, b):
     m.write_gm(b["z"], source)
 
 
+def ascendc_a5_packed_rows(m, b):
+    gm_to_ub(m, b["src"], 0x400, 5, 40, 100, 40, loop1=(2, 1000, 224))
+    ub_to_gm(m, 0x400, b["out"], 5, 40, 40, 48, loop1=(2, 224, 240))
+
+
 EXPECTED = {f.__name__: f for f in (
     seed_tile_roundtrip, ptoas_weights_copy, grouped_pad_f16, grouped_two_loops,
-    ub_to_ub_quoted_flags, sticky_registers, software_loops, ascendc_datacopypad)}
+    ub_to_ub_quoted_flags, sticky_registers, software_loops, ascendc_datacopypad,
+    ascendc_a5_packed_rows)}
 
 
 # --- running them ------------------------------------------------------------------------

@@ -139,3 +139,18 @@ def test_packed_rows_still_meet_the_range_rule():
     error = expect_rejected(ErrorCode.UB_RANGE, load(ub_dst=top, n_burst=3, len_burst=22,
                                                      src_stride=22, dst_stride=22))
     assert f"ub_dst = {top:#x}" in error.message
+
+
+def test_mte_run_packs_on_a5_and_names_the_stride_elsewhere(capsys):
+    """The corpus's packed-rows kernel runs on a5; on a2a3 `mte run` exits 1 with one line
+    that names the row stride and its value."""
+    from model.cli import main
+    from tb.corpus import CORPUS
+    args = ["run", str(CORPUS / "ascendc_a5_packed_rows.pto"), "--gm", "0x10000:4096",
+            "--gm", "0x30000:4096", "--bind", "src=0x10010", "--bind", "out=0x30008"]
+    assert main(args + ["--profile", "a5"]) == 0
+    capsys.readouterr()
+    assert main(args + ["--profile", "a2a3"]) == 1
+    assert capsys.readouterr().err == (
+        "UB_MISALIGNED: line 24: copy_gm_to_ubuf: dst_stride 40 is not a multiple of 32 "
+        "with n_burst 5\n")
