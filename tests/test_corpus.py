@@ -142,10 +142,18 @@ def ascendc_a5_packed_rows(m, b):
     ub_to_gm(m, 0x400, b["out"], 5, 40, 40, 48, loop1=(2, 224, 240))
 
 
+def ptoas_tile_kernel(m, b):
+    """The tile's rows: 80 bytes of data, then -inf (f32 0xFF800000) to its 128 bytes."""
+    pad = (struct.pack("<I", 0xFF800000), 0, 0)
+    gm_to_ub(m, b["arg0"] + (4 * 48 + 8) * 4, 0x1000, 6, 80, 192, 128,
+             loop1=(2, 6144, 768), pad=pad)
+    ub_to_gm(m, 0x1000, b["arg1"], 6, 80, 128, 80, loop1=(2, 768, 480))
+
+
 EXPECTED = {f.__name__: f for f in (
     seed_tile_roundtrip, ptoas_weights_copy, grouped_pad_f16, grouped_two_loops,
     ub_to_ub_quoted_flags, sticky_registers, software_loops, ascendc_datacopypad,
-    ascendc_a5_packed_rows)}
+    ascendc_a5_packed_rows, ptoas_tile_kernel)}
 
 
 # --- running them ------------------------------------------------------------------------
