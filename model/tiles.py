@@ -325,6 +325,9 @@ class TileScope:
             raise _error(result, "tassign has no result")
         if result is None and name != "tassign":
             raise _error(op, f"{name} needs a result name")
+        if result is not None and (result.text in self.tiles or result.text in self.views
+                                   or result.text[1:] in p.values):
+            raise _error(result, f"{result.text} is already defined")
         getattr(self, name)(p, stmt)
         return []
 

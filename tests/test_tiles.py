@@ -486,6 +486,8 @@ def test_element_sizes_must_be_equal():
     ("outs(%p : !pto.partition_tensor_view<3x4x40xi8>)", "outs(%p, %p : !pto.partition_tensor_view<3x4x40xi8>)",
      "tstore: outs(...) takes 1 operands and 1 types, found 2 and 1"),
     ("pto.tstore ins(", "%r = pto.tstore ins(", "tstore has no result"),
+    ("%p = pto.partition_view", "%v = pto.partition_view", "%v is already defined"),
+    ("%p = pto.partition_view", "%k1 = pto.partition_view", "%k1 is already defined"),
     ("!pto.tensor_view<3x8x64xi8>", "!pto.tensor_view<3x8x64xq9>", "unknown element type 'q9'"),
 ])
 def test_malformed_tile_statements_are_named_errors(old, new, message):
