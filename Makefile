@@ -15,7 +15,9 @@ SIM     ?= verilator
 WAVES   ?= 0
 export SIM WAVES
 
-.PHONY: all venv test sim sim-icarus fpga-sim bench-model verilog lint bench fpga fpga-blocks clean
+FUZZ_EXAMPLES ?= 5000
+
+.PHONY: all venv test fuzz sim sim-icarus fpga-sim bench-model verilog lint bench fpga fpga-blocks clean
 
 all: test
 
@@ -29,6 +31,12 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(VPY) -m pytest -q
+
+# tests/test_fuzz.py with FUZZ_EXAMPLES examples per test where make test runs 60:
+# programs drawn from the grammar and damaged, arbitrary bytes, arbitrary option values
+# (about 6 minutes at 5000).
+fuzz: $(STAMP)
+	MTE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VPY) -m pytest -q tests/test_fuzz.py
 
 sim: $(STAMP)
 	$(VPY) -m tb.run --seed $(SEED) --count $(COUNT) --profile $(PROFILE) --width $(WIDTH)

@@ -519,3 +519,12 @@ def test_an_rtl_bus_error_difference_says_the_rtl_maps_pages():
     assert "whole 4096-byte pages, so 0x1010" in _page_note(inside, gm)
     assert _page_note(MteError(ErrorCode.BUS_ERROR, "x", address=0x2000), gm) == ""
     assert _page_note(None, gm) == ""
+
+
+@pytest.mark.parametrize("field, value", [("rows", "abc"), ("rows", "0x10"), ("rows", "-8"),
+                                          ("cols", ""), ("fractal", "x"), ("pad", "zero")])
+def test_a_tile_type_field_that_is_not_a_number_is_named(field, value):
+    fields = {"loc": "vec", "dtype": "f32", "rows": "8", "cols": "8", field: value}
+    body = ", ".join(f"{k}={v}" for k, v in fields.items())
+    err = program_error(f"pto.tassign ins(%t, %a : !pto.tile_buf<{body}>, index)", {"a": 0})
+    assert err.message == f"{field} {value!r} is not a number"
