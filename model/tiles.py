@@ -13,9 +13,10 @@
     pto.tprefetch: written as tload, and a load.
 
 Tile types are written as PTOAS writes `!pto.tile_buf` (both `!pto.tile<...>` and
-`!pto.tile_buf<...>` take either body): keyed `loc=vec, dtype=f16, rows=16, cols=16,
-v_row=16, v_col=8, blayout=row_major, slayout=none_box, fractal=512, pad=1`, or compact
-`vec, 16x16xf16, valid=16x8, pad=1`. pad is PTOAS's PadValue: 0 none, 1 zero, 2 max, 3 min.
+`!pto.tile_buf<...>` take any body): keyed `loc=vec, dtype=f16, rows=16, cols=16,
+v_row=16, v_col=8, blayout=row_major, slayout=none_box, fractal=512, pad=1`, compact
+`vec, 16x16xf16, valid=16x8, pad=1`, or pto-isa's positional `vec, f16, 16, 16,
+row_major, none_box, 512, 1` (the whole tile valid). pad is PTOAS's PadValue: 0 none, 1 zero, 2 max, 3 min.
 
 A view's shape and strides (elements, at most 5 dimensions, aligned to the right as
 pto-isa's GlobalTensor) are values: constants or names bound from outside. A load or
@@ -44,6 +45,7 @@ SPACES = {"vec": ("Vec", "UB"), "mat": ("Mat", "L1"), "left": ("Left", "L0A"),
           "right": ("Right", "L0B"), "acc": ("Acc", "L0C"), "bias": ("Bias", "Bias"),
           "scaling": ("Scaling", "FBuffer")}
 PAD_NAMES = ("none", "zero", "max", "min")       # PTOAS PadValue 0..3
+POSITIONAL = ("loc", "dtype", "rows", "cols", "blayout", "slayout", "fractal", "pad")
 LAYOUTS = {("row_major", "none_box"): "nd", ("col_major", "none_box"): "dn"}
 
 SA_MESSAGES = {
@@ -135,24 +137,35 @@ def _dtype(name, token):
     return dtype
 
 
-def tile_type(typ):
-    """The Tile a `!pto.tile<...>` / `!pto.tile_buf<...>` type describes; a dynamic
-    valid dimension (`?`) is None."""
-    token, fields = typ.token, {}
-    for item in _type_body(typ, ("!pto.tile", "!pto.tile_buf")):
+def _tile_fields(items, token):
+    """The fields of a tile type's body, by name: keyed or compact items, or the eight
+    positional ones of pto-isa's `!pto.tile<loc, dtype, rows, cols, blayout, slayout,
+    fractal, pad>`."""
+    if len(items) == len(POSITIONAL) and not any("=" in item for item in items) \
+            and items[1] in DTYPE_BY_NAME:
+        return dict(zip(POSITIONAL, items))
+    fields = {}
+    for item in items:
         key, equals, value = (part.strip() for part in item.partition("="))
         shape = _SHAPE.fullmatch(item)
         if shape:
             fields["rows"], fields["cols"], fields["dtype"] = shape.groups()
         elif not equals and key in SPACES:
             fields["loc"] = key
-        elif key in ("v_row", "v_col", "loc", "dtype", "rows", "cols", "blayout",
-                     "slayout", "fractal", "pad"):
+        elif key in ("v_row", "v_col") + POSITIONAL:
             fields[key] = value
         elif key == "valid" and re.fullmatch(r"(\d+|\?)x(\d+|\?)", value):
             fields["v_row"], fields["v_col"] = value.split("x")
         else:
             raise _error(token, f"unknown tile type field {item!r}")
+    return fields
+
+
+def tile_type(typ):
+    """The Tile a `!pto.tile<...>` / `!pto.tile_buf<...>` type describes; a dynamic
+    valid dimension (`?`) is None."""
+    token = typ.token
+    fields = _tile_fields(_type_body(typ, ("!pto.tile", "!pto.tile_buf")), token)
     missing = [k for k in ("loc", "dtype", "rows", "cols") if k not in fields]
     if missing:
         raise _error(token, f"{typ.text} gives no {', '.join(missing)}")

@@ -318,12 +318,17 @@ def test_the_as1_spelling_and_tprefetch_lower_as_the_as2_tload(op):
     assert assemble(as1_store) == assemble(parse(tile_program(case, "store"), {"gm": GM_IN}))
 
 
-def test_keyed_and_compact_tile_types_are_one_type():
+def test_keyed_compact_and_positional_tile_types_are_one_type():
     case = LOADS[0]
     keyed = ("!pto.tile_buf<loc=vec, dtype=f16, rows=8, cols=32, v_row=5, v_col=20, "
              "blayout=row_major, slayout=none_box, fractal=512, pad=2>")
     text = tile_program(case, "load")
     assert assemble(parse(text.replace(case.tile_type, keyed), {"gm": GM_IN})) == \
+        assemble(parse(text, {"gm": GM_IN}))
+    whole = replace(case, valid=(8, 32), shape=(8, 32), offsets=(2, 3))
+    positional = "!pto.tile<vec, f16, 8, 32, row_major, none_box, 512, 2>"
+    text = tile_program(whole, "load")
+    assert assemble(parse(text.replace(whole.tile_type, positional), {"gm": GM_IN})) == \
         assemble(parse(text, {"gm": GM_IN}))
 
 
@@ -414,6 +419,9 @@ def test_sa_0354_an_address_off_the_32_byte_grid():
     ("!pto.tile_buf<vec, 16x16xf16, pad=4>", "unknown pad 4 (0 none, 1 zero, 2 max, 3 min)"),
     ("!pto.tile_buf<vec, 16x16xf4e2m1>", "a tile of sub-byte f4e2m1 is not supported"),
     ("!pto.tile_buf<16x16xf16>", "!pto.tile_buf<16x16xf16> gives no loc"),
+    ("!pto.tile<vec, f16, 16, 16, row_major, none_box, 512>",
+     "unknown tile type field 'f16'"),
+    ("!pto.tile<acc, f32, 16, 16, row_major, none_box, 512, 0>", "SA-0351"),
     ("!pto.tile_buf<vec, 16x16xf16, colour=red>", "unknown tile type field 'colour=red'"),
     ("!pto.tensor_view<16x16xf16>", "expected !pto.tile<...> or !pto.tile_buf<...>"),
 ])
