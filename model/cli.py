@@ -71,7 +71,12 @@ exit status:
 
 races (as `mte check` finds them): with --races warn (the default) each race is a
 "RACE: ..." line on stderr and the run goes on; --races error exits 1 on a race before
-anything moves (no dump is written); --races off does not look for races."""
+anything moves (no dump is written); --races off does not look for races.
+
+--shake N (with --engine rtl) runs the program N times on the RTL, run k under seed k's
+random GM latency and backpressure, and prints how many distinct final memories the runs
+left and where each differs from the model's; exit 1 if any does. The dumps hold the
+model's memories. A race-free program always leaves the model's bytes."""
 
 CHECK_DESCRIPTION = """\
 Check a PTO program without running it: every SPEC rule that needs no memory contents,
@@ -184,6 +189,13 @@ def run_on_both(instrs, profile, gm, ub_preloads):
 
 
 ENGINES = {"model": run_on_model, "rtl": run_on_rtl, "both": run_on_both}
+MAX_SHAKES = 1000
+
+
+def shake_on_rtl(instrs, profile, gm, ub_preloads, runs):
+    """The RTL `runs` times under seeded random bus behaviour (tb/rtl_engine.py)."""
+    from tb.rtl_engine import shake_on_rtl as shake
+    return shake(instrs, profile, gm, ub_preloads, runs)
 
 
 # --- argument values --------------------------------------------------------------
@@ -216,6 +228,14 @@ def natural(text):
     value = number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def shakes(text):
+    value = number(text)
+    if not 1 <= value <= MAX_SHAKES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of runs from 1 to "
+                                         f"{MAX_SHAKES}")
     return value
 
 
@@ -380,6 +400,8 @@ def _write_dumps(dumps, read):
 
 
 def run_command(args):
+    if args.shake and args.engine != "rtl":
+        raise UsageError("--shake runs the program on the RTL: give --engine rtl")
     ub_size = PROFILES[args.profile].ub_size
     instrs = _load_program(args.program, args.bind, args.profile)
     if args.show_lowering:
@@ -393,10 +415,15 @@ def run_command(args):
             print(race, file=sys.stderr)
         if races and args.races == "error":
             return EXIT_RULE_VIOLATION
-    result = ENGINES[args.engine](instrs, args.profile, gm, ub_preloads)
+    if args.shake:
+        result = shake_on_rtl(instrs, args.profile, gm, ub_preloads, args.shake)
+    else:
+        result = ENGINES[args.engine](instrs, args.profile, gm, ub_preloads)
     _write_dumps(args.dump_gm, result.read_gm)
     _write_dumps(args.dump_ub, result.read_ub)
     if result.error is not None:
+        if args.shake:              # which runs differed, and where
+            print("\n".join(result.summary))
         print(str(result.error).replace("\n", " "), file=sys.stderr)
         return EXIT_RULE_VIOLATION
     print("\n".join(result.summary))
@@ -526,6 +553,9 @@ def argument_parser():
     run.add_argument("--races", choices=RACE_MODES, default="warn",
                      help="on a race: warn on stderr and run (default), error (exit 1 "
                           "before anything moves) or off (do not look)")
+    run.add_argument("--shake", type=shakes, metavar="N",
+                     help="with --engine rtl: run N times under seeded random GM latency "
+                          "and backpressure, and compare each final memory with the model")
     run.add_argument("--gm", type=gm_window, action="append", default=[],
                      metavar="ADDR=FILE|ADDR:LEN", help="map a GM window (repeatable)")
     run.add_argument("--ub", type=ub_preload, action="append", default=[],

@@ -14,7 +14,9 @@ padding at every element size, two hardware loops and software loops, loop desti
 that overlap (the later write wins), sticky registers, and the three pipes running
 concurrently. The model runs a program in order; the RTL runs its pipes at once,
 so whenever a command touches bytes that an earlier command of another pipe wrote or
-reads (or reads bytes it writes), a `set_flag` / `wait_flag` pair orders the two.
+reads (or reads bytes it writes), a `set_flag` / `wait_flag` pair orders the two, or now
+and then a `pto.barrier` of every pipe (drawn apart from the program, so that a seed's
+copies and memory do not depend on it).
 
 With `error` set to an `ErrorCode`, the program's last command breaks that rule (every
 command before it is legal); with AUTO, the seed decides whether and which. Sources start
@@ -42,6 +44,9 @@ ERROR_CLASSES = tuple(code for code in ErrorCode if code != ErrorCode.NONE)
 ERROR_SHARE = 0.15          # share of AUTO cases that end in an error command
 PACKED_SHARE = 0.35         # share of multi-row copies without pad that pack their UB rows
 MAX_ROWS = 48               # rows per copy, all loops included
+BARRIER_SHARE = 0.1         # share of orderings written as a barrier of every pipe
+BARRIER_SPELLINGS = ("pto.barrier <PIPE_ALL>", "pto.barrier #pto.pipe<PIPE_ALL>",
+                     'pto.barrier "PIPE_ALL"')
 PIPE_TEXT = {Pipe.MTE2: "PIPE_MTE2", Pipe.MTE3: "PIPE_MTE3", Pipe.V: "PIPE_V"}
 EXTERNAL_PIPES = ("PIPE_S", "PIPE_MTE1", "PIPE_FIX", "PIPE_M")
 SUB_BYTE = ("i4", "u4", "f4e2m1", "f4e1m2")
@@ -225,8 +230,9 @@ class Copy:
 class _Program:
     """Builds one case: memory layout, statements, registers and synchronisation."""
 
-    def __init__(self, rng, profile):
+    def __init__(self, rng, profile, barriers):
         self.rng = rng
+        self.barriers = barriers                 # draws which orderings are barriers
         self.profile = PROFILES[profile]
         self.lines = []
         self.bindings = {}
@@ -401,7 +407,14 @@ class _Program:
         self.lines.append(f"pto.{which}[{items}]")
 
     def sync(self, a, b):
-        """Order every command of pipe a so far before pipe b's next one."""
+        """Order every command of pipe a so far before pipe b's next one: a flag pair, or
+        a barrier of every pipe, which orders every pipe's commands so far before every
+        pipe's next ones."""
+        if self.barriers.random() < BARRIER_SHARE:
+            self.lines.append(self.barriers.choice(BARRIER_SPELLINGS))
+            for later in PIPE_TEXT:
+                self.known[later] = dict(self.issued)
+            return
         event = next(self.events)
         self.flag("set_flag", PIPE_TEXT[a], PIPE_TEXT[b], event)
         self.flag("wait_flag", PIPE_TEXT[a], PIPE_TEXT[b], event)
@@ -973,7 +986,7 @@ def generate(seed, error=AUTO, profile="a5", copies=None):
         choice = random.Random(f"mte-error:{seed}")
         error = choice.choice(ERROR_CLASSES) if choice.random() < ERROR_SHARE else None
     rng = random.Random(seed)
-    p = _Program(rng, profile)
+    p = _Program(rng, profile, random.Random(f"mte-barrier:{seed}"))
     for _ in range(copies if copies is not None else rng.randint(2, 10)):
         p.add_legal()
     if error is not None:

@@ -11,6 +11,10 @@ accepted to its pipe reporting it complete.
 `run_on_both` runs the model and the RTL and reports the first difference: the error
 (code, command, address) or the first differing byte of UB or of a GM window. The bytes
 of a copy that failed with BUS_ERROR are left out, as docs/semantics.md allows.
+
+`shake_on_rtl` (`mte run --shake N`) runs the program N times in one simulation, each
+after a reset and under its own seed's random GM latency and backpressure, and compares
+each final memory with the model's: a race-free program always leaves the model's bytes.
 """
 
 import pickle
@@ -39,6 +43,7 @@ class RtlJob:
     command_words: list
     windows: list            # (page-aligned base, bytes)
     ub: bytes
+    shakes: tuple = ()       # seeds: run once per seed under its random bus behaviour
 
 
 @dataclass
@@ -142,8 +147,8 @@ def _summary(outcome, encoded):
     return lines
 
 
-def run_on_rtl(instrs, profile, gm, ub_preloads):
-    from model.cli import RunResult
+def _job(instrs, profile, gm, ub_preloads):
+    """(the job, the commands it encodes, the error of the first it cannot encode)."""
     words, lines, assembly_error = assemble_until_error(instrs)
     encoded = instrs[:len(lines)]
     ub = np.zeros(PROFILES[profile].ub_size, dtype=np.uint8)
@@ -151,7 +156,11 @@ def run_on_rtl(instrs, profile, gm, ub_preloads):
         ub[addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
     job = RtlJob(words, [len(isa.encode(i.op, i.values)) for i in encoded], page_windows(gm),
                  ub.tobytes())
-    outcome = _simulate(job, profile)
+    return job, encoded, assembly_error
+
+
+def _result(outcome, encoded, assembly_error):
+    from model.cli import RunResult
     error = RtlHang(f"the RTL hung: {outcome.hang}") if outcome.hang else \
         _rtl_error(outcome, encoded, assembly_error)
     images = {base: np.frombuffer(data, dtype=np.uint8) for base, data in outcome.windows.items()}
@@ -163,6 +172,11 @@ def run_on_rtl(instrs, profile, gm, ub_preloads):
     return RunResult(error, _summary(outcome, encoded),
                      read_gm=read_gm,
                      read_ub=lambda addr, n: outcome.ub[addr:addr + n])
+
+
+def run_on_rtl(instrs, profile, gm, ub_preloads):
+    job, encoded, assembly_error = _job(instrs, profile, gm, ub_preloads)
+    return _result(_simulate(job, profile), encoded, assembly_error)
 
 
 def _unspecified(error, instrs):
@@ -220,13 +234,9 @@ def copy_memory(gm):
     return out
 
 
-def run_on_both(instrs, profile, gm, ub_preloads):
-    """The model, then the RTL on the same commands (the RTL goes on after an error, the
-    model stops, so the RTL gets the commands up to the model's first error only)."""
-    from model.cli import RunResult, run_on_model
-    ran = instrs[:_model_prefix(instrs, profile, gm)]
-    rtl = run_on_rtl(ran, profile, copy_memory(gm), ub_preloads)
-    model = run_on_model(instrs, profile, gm, ub_preloads)
+def _differences(model, rtl, ran, profile, gm):
+    """How an RTL run's error and memories differ from the model's (UB, then each GM
+    region), leaving out the destination of a copy that failed with BUS_ERROR."""
     differences = []
     m, r = model.error, rtl.error
     if not (m is None and r is None or isinstance(m, MteError) and isinstance(r, MteError)
@@ -243,9 +253,53 @@ def run_on_both(instrs, profile, gm, ub_preloads):
         difference = _first_difference(name, base, want, got, ranges)
         if difference:
             differences.append(difference)
+    return differences
+
+
+def run_on_both(instrs, profile, gm, ub_preloads):
+    """The model, then the RTL on the same commands (the RTL goes on after an error, the
+    model stops, so the RTL gets the commands up to the model's first error only)."""
+    from model.cli import RunResult, run_on_model
+    ran = instrs[:_model_prefix(instrs, profile, gm)]
+    rtl = run_on_rtl(ran, profile, copy_memory(gm), ub_preloads)
+    model = run_on_model(instrs, profile, gm, ub_preloads)
+    differences = _differences(model, rtl, ran, profile, gm)
     summary = model.summary + rtl.summary
     if differences:
         return RunResult(EngineDifference("; ".join(differences)), summary, model.read_gm,
                          model.read_ub)
     summary.append("model and rtl agree")
-    return RunResult(m, summary, model.read_gm, model.read_ub)
+    return RunResult(model.error, summary, model.read_gm, model.read_ub)
+
+
+def shake_on_rtl(instrs, profile, gm, ub_preloads, runs):
+    """`mte run --engine rtl --shake RUNS`: the program RUNS times on the RTL, run k under
+    seed k's random GM latency and backpressure (tb/harness.py), each final memory
+    compared with the model's. The summary counts the distinct final memories and says,
+    for each, which runs left it and where it differs from the model."""
+    from model.cli import RunResult, run_on_model
+    ran = instrs[:_model_prefix(instrs, profile, gm)]
+    job, encoded, assembly_error = _job(ran, profile, copy_memory(gm), ub_preloads)
+    job.shakes = tuple(range(1, runs + 1))
+    outcomes = _simulate(job, profile)
+    model = run_on_model(instrs, profile, gm, ub_preloads)
+    finals = {}                # final memory -> (seeds, differences from the model)
+    for seed, outcome in zip(job.shakes, outcomes, strict=True):
+        memory = (outcome.ub, tuple(sorted(outcome.windows.items())))
+        if memory not in finals:
+            rtl = _result(outcome, encoded, assembly_error)
+            finals[memory] = ([], _differences(model, rtl, ran, profile, gm))
+        finals[memory][0].append(seed)
+    summary = model.summary + [f"shake: {runs} runs under seeded random GM latency and "
+                               f"backpressure, {len(finals)} distinct final memories"]
+    differing = 0
+    for seeds, differences in finals.values():
+        runs_text = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+        summary.append(f"  {runs_text}: " + ("; ".join(differences) if differences
+                                            else "the model's bytes"))
+        differing += len(seeds) if differences else 0
+    if differing:
+        error = EngineDifference(f"{differing} of {runs} shaken runs differ from the model "
+                                 "(a race, or an RTL fault)")
+        return RunResult(error, summary, model.read_gm, model.read_ub)
+    return RunResult(model.error, summary, model.read_gm, model.read_ub)

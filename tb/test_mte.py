@@ -334,10 +334,27 @@ async def reset_mid_transfer(dut):
 @cocotb.test()
 async def cli_program(dut):
     """`mte run --engine rtl`: one program from a job file (tb/rtl_engine.py), its final
-    memories, status and per-command cycles written back to an outcome file."""
+    memories, status and per-command cycles written back to an outcome file. With
+    `job.shakes` (`mte run --shake`), the program once per seed, each after a reset and
+    under that seed's random GM latency and backpressure: a list of outcomes."""
     job = pickle.loads(Path(_env("MTE_CLI_JOB")).read_bytes())
-    outcome = RtlOutcome()
     h = await _harness(dut)
+    if not job.shakes:
+        outcome = await _cli_run(h, job)
+        hangs = [outcome.hang] if outcome.hang else []
+    else:
+        outcome = []
+        for seed in job.shakes:
+            await h.reset()
+            h.backpressure(random.Random(seed))
+            outcome.append(await _cli_run(h, job))
+        hangs = [run.hang for run in outcome if run.hang]
+    Path(_env("MTE_CLI_OUTCOME")).write_bytes(pickle.dumps(outcome))
+    assert not hangs, hangs
+
+
+async def _cli_run(h, job):
+    outcome = RtlOutcome()
     h.map_gm(job.windows)
     await h.write_ub(job.ub)
     stop = Event()
@@ -357,5 +374,4 @@ async def cli_program(dut):
     outcome.status = {PIPES[p].upper(): asdict(h.status(p)) for p in PIPES}
     outcome.ub = await h.read_ub()
     outcome.windows = h.gm.images()
-    Path(_env("MTE_CLI_OUTCOME")).write_bytes(pickle.dumps(outcome))
-    assert not outcome.hang, outcome.hang
+    return outcome

@@ -13,8 +13,12 @@ from tb.scoreboard import copies_with_registers, copy_rows, destination_space, s
 PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
 
 
-def _flag_key(instr):
+def flag_key(instr):
     return instr.values["src_pipe"], instr.values["dst_pipe"], instr.values["event_id"]
+
+
+def _joined(clock, seen):
+    return {q: max(v, seen[q]) for q, v in clock.items()}
 
 
 def happens_before(instrs):
@@ -31,19 +35,17 @@ def happens_before(instrs):
         if pipe == Pipe.EXTERNAL:
             continue
         if instr.op.opcode == Opcode.SET_FLAG:
-            key = _flag_key(instr)
+            key = flag_key(instr)
             if key[1] != Pipe.EXTERNAL:
                 pending.setdefault(key, []).append(dict(clocks[pipe]))
         elif instr.op.opcode == Opcode.WAIT_FLAG:
-            key = _flag_key(instr)
+            key = flag_key(instr)
             if key[0] != Pipe.EXTERNAL:
-                seen = pending[key].pop(0)
-                clocks[pipe] = {q: max(v, seen[q]) for q, v in clocks[pipe].items()}
+                clocks[pipe] = _joined(clocks[pipe], pending[key].pop(0))
         elif instr.op.opcode == Opcode.RLS_BUF:
             released[instr.values["buf_id"]] = dict(clocks[pipe])
         elif instr.op.opcode == Opcode.GET_BUF and instr.values["buf_id"] in released:
-            seen = released.pop(instr.values["buf_id"])
-            clocks[pipe] = {q: max(v, seen[q]) for q, v in clocks[pipe].items()}
+            clocks[pipe] = _joined(clocks[pipe], released.pop(instr.values["buf_id"]))
         clocks[pipe][pipe] += 1
         if instr.op.opcode in COPY_OPCODES:
             copies.append((instr, pipe, dict(clocks[pipe])))

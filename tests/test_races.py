@@ -1,6 +1,7 @@
 """Race detection (model/races.py): happens-before, byte-exact footprints, and the
 mutation test against tests/race_reference.py."""
 
+import re
 import time
 from collections import defaultdict
 
@@ -12,7 +13,7 @@ from model.parser import parse
 from model.program import Instr
 from model.races import ROW_LIMIT, Rows, analyse, first_shared
 from model.seeds import EXAMPLES
-from race_reference import conflicts, footprints, unordered
+from race_reference import conflicts, flag_key, footprints, unordered
 from test_cli import mte
 from tb import corpus
 from tb.programs import case_seed, generate
@@ -256,21 +257,18 @@ def test_no_race_in_thousands_of_generated_programs():
         assert analysis.races == [], f"{case.rerun}: {analysis.races[0]}"
 
 
-def _flag_key(instr):
-    return instr.values["src_pipe"], instr.values["dst_pipe"], instr.values["event_id"]
-
-
 def _orderings(instrs):
-    """Index sets that each drop one ordering: a set_flag between two engine pipes and the
-    wait_flag that consumes it; a barrier's flag pairs together (they share a statement);
-    a get_buf and the rls_buf of its holder."""
+    """(kind, index set) of each ordering a mutant may drop: a set_flag between two engine
+    pipes and the wait_flag that consumes it ("flag pair"); a barrier's flag pairs
+    together, as they share a statement ("barrier"); a get_buf and the rls_buf of its
+    holder ("token pair")."""
     sets, waits, held = defaultdict(list), defaultdict(list), {}
     units = defaultdict(set)
     for index, instr in enumerate(instrs):
         opcode = instr.op.opcode
         if opcode in (Opcode.SET_FLAG, Opcode.WAIT_FLAG) and \
-                Pipe.EXTERNAL not in _flag_key(instr)[:2]:
-            (sets if opcode == Opcode.SET_FLAG else waits)[_flag_key(instr)].append(index)
+                Pipe.EXTERNAL not in flag_key(instr)[:2]:
+            (sets if opcode == Opcode.SET_FLAG else waits)[flag_key(instr)].append(index)
         elif opcode == Opcode.GET_BUF and instr.values["pipe"] != Pipe.EXTERNAL:
             held[instr.values["buf_id"]] = index
         elif opcode == Opcode.RLS_BUF and instr.values["pipe"] != Pipe.EXTERNAL:
@@ -279,7 +277,9 @@ def _orderings(instrs):
         for set_index, wait_index in zip(indices, waits[key]):
             statement = (instrs[set_index].line, instrs[set_index].column)
             units[statement] |= {set_index, wait_index}
-    return list(units.values())
+    kinds = {2: "flag pair", 12: "barrier"}
+    return [("token pair" if key[0] == "token" else kinds[len(unit)], unit)
+            for key, unit in units.items()]
 
 
 def _token(instr, mnemonic, pipe, buf_id):
@@ -296,9 +296,9 @@ def _with_tokens(instrs):
         if skip:
             skip = False
             continue
-        key = _flag_key(instr) if instr.op.opcode == Opcode.SET_FLAG else None
+        key = flag_key(instr) if instr.op.opcode == Opcode.SET_FLAG else None
         if key and key[0] != key[1] and Pipe.EXTERNAL not in key[:2] and after is not None \
-                and after.op.opcode == Opcode.WAIT_FLAG and _flag_key(after) == key:
+                and after.op.opcode == Opcode.WAIT_FLAG and flag_key(after) == key:
             convert = not convert
             if convert:
                 buf_id = key[2] % 4
@@ -311,33 +311,39 @@ def _with_tokens(instrs):
 
 
 def _mutants(count):
-    """(mutants tried, those the reference finds unordered, those the detector reports),
-    asserting for each that the detector reports exactly the reference's unordered pairs.
-    Half the programs hand every other flag pair's ordering on by a token instead."""
-    tried = unordered_mutants = reported = 0
+    """{kind: [mutants tried, those the reference finds unordered, those the detector
+    reports]}, asserting for each mutant that the detector reports exactly the reference's
+    unordered pairs. Every other program hands every other flag pair's ordering on by a
+    token instead."""
+    tally = defaultdict(lambda: [0, 0, 0])
     for index in range(count):
         case = generate(case_seed(5757, index), None)
         instrs = parse(case.text, case.bindings)
         if index % 2:
             instrs = _with_tokens(instrs)
         pairs = conflicts(instrs, footprints(instrs))
-        for unit in _orderings(instrs):
+        for kind, unit in _orderings(instrs):
             mutant = [instr for k, instr in enumerate(instrs) if k not in unit]
             want = [(id(a), id(b)) for a, b in unordered(mutant, pairs)]
             got = sorted({(id(r.earlier), id(r.later)) for r in analyse(mutant).races})
             assert sorted(want) == got, case.rerun
-            tried += 1
-            unordered_mutants += bool(want)
-            reported += bool(got)
-    return tried, unordered_mutants, reported
+            counts = tally[kind]
+            counts[0] += 1
+            counts[1] += bool(want)
+            counts[2] += bool(got)
+    return tally
 
 
 def test_every_mutant_that_loses_an_ordering_reports_a_race(capsys):
-    tried, unordered_mutants, reported = _mutants(150)
+    tally = _mutants(150)
     with capsys.disabled():
-        print(f"\nrace mutants: {tried} tried, {unordered_mutants} leave a conflict "
-              f"unordered, races reported for {reported}")
-    assert unordered_mutants >= 100 and reported == unordered_mutants
+        for kind, (tried, unordered_mutants, reported) in sorted(tally.items()):
+            print(f"\nrace mutants, {kind}: {tried} tried, {unordered_mutants} leave a "
+                  f"conflict unordered, races reported for {reported}", end="")
+        print()
+    for kind in ("flag pair", "barrier", "token pair"):
+        tried, unordered_mutants, reported = tally[kind]
+        assert unordered_mutants >= 10 and reported == unordered_mutants, kind
 
 
 def test_the_mutation_test_catches_a_detector_without_transitivity(monkeypatch):
@@ -431,3 +437,37 @@ def test_run_races_error_exits_1_before_anything_moves(racy):
 def test_run_races_off_does_not_look(racy):
     run = mte(*RUN, "--races", "off", cwd=racy)
     assert run.returncode == 0 and run.stderr == ""
+
+
+def test_shake_needs_the_rtl_and_a_count(racy):
+    for args, words in ((("--shake", "3"), "give --engine rtl"),
+                        (("--shake", "0", "--engine", "rtl"), "from 1 to"),
+                        (("--shake", "many", "--engine", "rtl"), "not a decimal")):
+        run = mte(*RUN, *args, cwd=racy)
+        assert run.returncode == 2 and words in run.stderr, run.stderr
+        assert not (racy / "out.bin").exists()
+
+
+# --- on the RTL --------------------------------------------------------------------------
+
+SHAKES = 6
+
+
+def test_shaken_rtl_runs_of_a_racy_program_diverge_and_of_its_fix_do_not(racy, capsys,
+                                                                        monkeypatch):
+    """The racy program's MTE3 reads UB while MTE2 still fills it: under seeded random GM
+    latency and backpressure some run leaves other GM bytes than the model's. With the
+    flag pair every run leaves the model's bytes."""
+    from model.cli import main
+    monkeypatch.chdir(racy)
+    args = list(RUN[1:]) + ["--engine", "rtl", "--shake", str(SHAKES)]
+    assert main(["run"] + args) == 1
+    out, err = capsys.readouterr()
+    assert re.search(r"\n  seeds? [\d, ]+: GM 0x2\w+: model 0x\w+, rtl 0x\w+ \(\d+ bytes "
+                     r"differ\)\n", out), out
+    assert err.startswith(RACE_LINE + "\n") and "shaken runs differ from the model" in err
+    assert main(["run", "fixed.pto"] + args[1:]) == 0
+    out, err = capsys.readouterr()
+    assert f"shake: {SHAKES} runs" in out and "1 distinct final memories" in out, out
+    assert f"seeds {', '.join(map(str, range(1, SHAKES + 1)))}: the model's bytes" in out
+    assert err == ""
