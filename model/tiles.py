@@ -57,6 +57,7 @@ SA_MESSAGES = {
 
 _SHAPE = re.compile(r"(\d+|\?)x(\d+|\?)x([A-Za-z0-9_]+)")
 _LAYOUT_ATTR = re.compile(r"#pto\.layout<\s*(\w+)\s*>")
+_ATOMIC_ATTR = re.compile(r"atomic\w*\s*=\s*([^,}]*)", re.IGNORECASE)
 
 
 def _error(token, message):
@@ -287,9 +288,14 @@ def _values(p):
 def _attributes(p, stmt):
     start = p.peek()
     p.skip_balanced("{", "}")
-    layout = _LAYOUT_ATTR.search(p.source(start))
+    text = p.source(start)
+    layout = _LAYOUT_ATTR.search(text)
     if layout:
         stmt.layout = layout.group(1)
+    atomic = _ATOMIC_ATTR.search(text)
+    if atomic and not re.search("none", atomic.group(1), re.IGNORECASE):
+        raise _error(start, f"an atomic store ({atomic.group(0)}) is out of scope: this "
+                            f"engine writes GM, it does not add to it")
 
 
 def read_statement(p, op, name, result):

@@ -617,3 +617,26 @@ def test_alloc_tile_errors(placement, message):
     with pytest.raises(ProgramError) as info:
         parse(alloc_program(LOADS[0], placement), {"gm": GM_IN})
     assert info.value.message == message
+
+
+def test_an_atomic_store_is_out_of_scope():
+    text = tile_program(LOADS[0], "store")
+    store = next(line for line in text.splitlines() if "pto.tstore" in line)
+    with pytest.raises(ProgramError) as info:
+        parse(text.replace(store, store + " {atomic_type = #pto.atomic_type<add>}"),
+              {"gm": GM_IN})
+    assert info.value.message == ("an atomic store (atomic_type = #pto.atomic_type<add>) is "
+                                  "out of scope: this engine writes GM, it does not add to it")
+    quiet = text.replace(store, store + " {atomic_type = #pto.atomic_type<none>}")
+    assert assemble(parse(quiet, {"gm": GM_IN})) == assemble(parse(text, {"gm": GM_IN}))
+
+
+def test_view_shapes_and_strides_bound_from_outside():
+    """A view's shape, strides and offsets may be free names given by --bind."""
+    case = LOADS[0]
+    text = tile_program(case, "load").replace("strides = [%k64,", "strides = [%rs,").replace(
+        "offsets = [%k2, %k3]", "offsets = [%r0, %col]")
+    bound = parse(text, {"gm": GM_IN, "rs": 64, "r0": 2, "col": 3})
+    assert assemble(bound) == assemble(parse(tile_program(case, "load"), {"gm": GM_IN}))
+    moved = parse(text, {"gm": GM_IN, "rs": 64, "r0": 3, "col": 3})
+    assert moved[-1].values["gm_src"] == GM_IN + (3 * 64 + 3) * 2
