@@ -30,6 +30,7 @@ from .races import analyse
 MAX_PROGRAM_BYTES = 16 << 20
 
 EXIT_OK, EXIT_RULE_VIOLATION, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141       # as a shell reports SIGINT, SIGPIPE
 
 RUN_DESCRIPTION = """\
 Run a PTO program (the text of seed 000's examples, v0.6 grouped forms, or a PTOAS
@@ -55,7 +56,8 @@ long runs:
   A legal copy may move up to 2^42 rows (loop2 x loop1 x nburst). Model work that takes
   over a second shows its progress on stderr when stderr is a terminal (the copy's line,
   op, and rows done of its rows). To bound a run's time, run it under timeout(1):
-  `timeout 60 mte run ...` stops it after 60 s with exit status 124. With --engine rtl,
+  `timeout 60 mte run ...` stops it after 60 s with exit status 124 (Ctrl-C: "mte:
+  interrupted", exit status 130). With --engine rtl,
   GM windows are whole 4 KiB pages (an AXI slave decodes pages).
 
 exit status:
@@ -605,6 +607,14 @@ def main(argv=None):
     except UsageError as e:
         print(f"mte: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\nmte: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout's reader has gone (`mte asm p.pto | head`): stop quietly, as cat does,
+        # and let nothing flush into the closed pipe at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -440,10 +440,12 @@ class _Parser:
     # token stream
 
     def peek(self, ahead=0):
-        while len(self.tokens) <= self.pos + ahead and (
-                not self.tokens or self.tokens[-1].kind != "eof"):
+        at = self.pos + ahead
+        if at < len(self.tokens):
+            return self.tokens[at]
+        while len(self.tokens) <= at and (not self.tokens or self.tokens[-1].kind != "eof"):
             self.tokens.append(next(self.unread))
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+        return self.tokens[min(at, len(self.tokens) - 1)]
 
     def advance(self):
         token = self.peek()

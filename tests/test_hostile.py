@@ -262,7 +262,7 @@ HOSTILE_TEXTS = {
 }
 
 
-@pytest.mark.parametrize("command", ["run", "asm"])
+@pytest.mark.parametrize("command", ["run", "asm", "check"])
 @pytest.mark.parametrize("case", HOSTILE_TEXTS)
 def test_hostile_text_is_a_usage_error_at_its_place(case, command, tmp_path, capsys):
     program = tmp_path / "p.pto"
@@ -528,3 +528,28 @@ def test_a_tile_type_field_that_is_not_a_number_is_named(field, value):
     body = ", ".join(f"{k}={v}" for k, v in fields.items())
     err = program_error(f"pto.tassign ins(%t, %a : !pto.tile_buf<{body}>, index)", {"a": 0})
     assert err.message == f"{field} {value!r} is not a number"
+
+
+def test_an_interrupt_is_a_line_not_a_traceback(work, capsys, monkeypatch):
+    from model import cli
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "run_on_model", interrupted)
+    monkeypatch.setitem(cli.ENGINES, "model", interrupted)
+    status, out, err = mte(capsys, *load_run(work))
+    assert (status, out, err) == (130, "", "\nmte: interrupted\n")
+
+
+def test_a_reader_that_goes_away_ends_asm_quietly(work, capsys, monkeypatch):
+    from model import cli
+
+    def closed_pipe(*_):
+        raise BrokenPipeError
+    monkeypatch.setattr(cli, "_write_output", closed_pipe)
+    with open(work / "stdout", "w") as stdout:      # what the closed pipe becomes
+        monkeypatch.setattr(cli.sys, "stdout", stdout)
+        status = cli.main(["asm", str(work / "load.pto"), "--bind", "arg0=0x1000",
+                           "--bind", "ub_in=0x40"])
+    assert status == 141
+    assert capsys.readouterr().err == ""
