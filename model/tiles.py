@@ -501,7 +501,7 @@ def _check_move(tile, view, token):
     """The view's shape is the tile's valid region; its rows (columns) are contiguous."""
     shape, strides = view.padded()
     if view.layout != tile.layout:
-        raise _error(token, f"a {tile.layout.upper()} tile and a {view.layout.upper()} view: "
+        raise _error(token, f"{tile.layout.upper()} tile, {view.layout.upper()} view: "
                             f"a Vec tile moves ND to ND or DN to DN only")
     burst, contiguous = (3, 4) if tile.layout == "nd" else (4, 3)
     across, along = ((tile.valid_rows, tile.valid_cols) if tile.layout == "nd"

@@ -439,7 +439,7 @@ def move_error(case, direction, old, new):
 def test_moves_the_engine_cannot_lower_are_named_errors(direction):
     case = LOADS[0]
     assert move_error(case, direction, "#pto.layout<nd>", "#pto.layout<dn>") == (
-        "a ND tile and a DN view: a Vec tile moves ND to ND or DN to DN only")
+        "ND tile, DN view: a Vec tile moves ND to ND or DN to DN only")
     assert move_error(case, direction, "#pto.layout<nd>", "#pto.layout<nz>").startswith(
         "GM layout nz: a Vec tile moves ND to ND or DN to DN")
     assert move_error(case, direction, "sizes = [%k5, %k20]", "sizes = [%k3, %k20]") \
