@@ -13,6 +13,7 @@ import re
 import stat
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,15 @@ file at most the 40-bit GM from ADDR.
   --bind NAME=VALUE    give a free program name its value: --bind arg0=0x1000 binds %arg0;
                        a pointer's value is its byte address. Each NAME once, and one the
                        program reads: not unused, not defined by the program, not a
-                       constant by name such as c128
+                       constant by name such as c128. The core queries take theirs from
+                       --bind too: pto.get_block_idx from block_idx, get_block_num from
+                       block_num, get_subblock_idx from subblock_idx, get_subblock_num
+                       from subblock_num (--bind block_idx=3)
+  --skip-compute       run a kernel's DMA, flag and token ops and skip its compute ops
+                       (pto.vecscope regions, pto.v* vector ops, mask ops, pto.load and
+                       pto.store), which run on pipes this engine does not have; prints how
+                       many of each it skipped. Without it the first compute op is a
+                       program-text error
   --dump-gm ADDR:LEN=FILE, --dump-ub ADDR:LEN=FILE
                        write LEN bytes of GM / UB starting at ADDR to FILE when the run ends
 
@@ -345,7 +354,7 @@ def _bindings(pairs):
     return bindings
 
 
-def _load_program(path, bindings, profile=DEFAULT_PROFILE):
+def _load_program(path, bindings, profile=DEFAULT_PROFILE, skipped=None):
     data = _read_file(path, "program", MAX_PROGRAM_BYTES,
                       f"a program may hold at most {MAX_PROGRAM_BYTES}")
     try:
@@ -353,7 +362,8 @@ def _load_program(path, bindings, profile=DEFAULT_PROFILE):
     except UnicodeDecodeError as e:
         raise UsageError(f"{path} is not UTF-8 text: {e.reason}") from None
     try:
-        return parse(text, _bindings(bindings), profile, strict_bindings=True)
+        return parse(text, _bindings(bindings), profile, strict_bindings=True,
+                     skipped=skipped)
     except ProgramError as e:
         raise UsageError(f"{path}:{e.line}:{e.column}: {e.message}") from None
     except BindingError as e:
@@ -405,7 +415,8 @@ def run_command(args):
     if args.shake and args.engine != "rtl":
         raise UsageError("--shake runs the program on the RTL: give --engine rtl")
     ub_size = PROFILES[args.profile].ub_size
-    instrs = _load_program(args.program, args.bind, args.profile)
+    skipped = Counter() if args.skip_compute else None
+    instrs = _load_program(args.program, args.bind, args.profile, skipped)
     if args.show_lowering:
         print(lowering_text(instrs), end="")
     gm = _global_memory(args.gm)
@@ -429,6 +440,9 @@ def run_command(args):
         print(str(result.error).replace("\n", " "), file=sys.stderr)
         return EXIT_RULE_VIOLATION
     print("\n".join(result.summary))
+    if skipped is not None:
+        print("compute ops skipped: " + (", ".join(f"{name} {count}" for name, count
+                                                   in sorted(skipped.items())) or "none"))
     return EXIT_OK
 
 
@@ -509,7 +523,8 @@ def _write_output(path, data):
 
 
 def asm_command(args):
-    instrs = _load_program(args.program, args.bind, args.profile)
+    instrs = _load_program(args.program, args.bind, args.profile,
+                           Counter() if args.skip_compute else None)
     try:
         commands = _commands(instrs)
     except MteError as error:
@@ -538,6 +553,9 @@ def _program_arguments(parser):
     parser.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE,
                         help=f"target profile (UB size, f8 types, the room pto.tassign "
                              f"checks); default {DEFAULT_PROFILE}")
+    parser.add_argument("--skip-compute", action="store_true",
+                        help="skip a kernel's compute ops (vector scopes, vector, mask and "
+                             "scalar UB ops) and run its DMA, flag and token ops")
 
 
 def argument_parser():

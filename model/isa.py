@@ -228,7 +228,11 @@ _DTYPE_ROWS = (
     ("i4", 0), ("u4", 0), ("f4e2m1", 0), ("f4e1m2", 0),
 )
 DTYPES = tuple(DType(row[0], code, row[1], *row[2:]) for code, row in enumerate(_DTYPE_ROWS))
+# MLIR's signed spellings name the same element types (a type's size and code are all
+# the engine takes from it; the sign matters only to a pad value's range, which is i*'s).
+SIGNED_SPELLINGS = {"si8": "i8", "si16": "i16", "si32": "i32", "si64": "i64"}
 DTYPE_BY_NAME = {t.name: t for t in DTYPES}
+DTYPE_BY_NAME.update({alias: DTYPE_BY_NAME[name] for alias, name in SIGNED_SPELLINGS.items()})
 assert len(DTYPES) <= 1 << _DTYPE.width
 
 

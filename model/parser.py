@@ -10,9 +10,11 @@ The text is MLIR-like; newlines carry no meaning and `//` starts a comment:
     statement := [%result '='] op ['[' flag, flag, flag ']' | pipe] [%a (',' %b)*] clause*
                  [{attrs}] [':' signature] [{attrs}]
     flag, pipe:= "NAME" | <NAME> | #attr<NAME> | NAME          PIPE_MTE2, EVENT_ID0, ...
-    clause    := name '(' [%a (',' %b)*] ')'                  nburst / loop / pad
+    clause    := name '(' [%a (',' %b)*] ')'       nburst / loop / loop1 / loop2 / pad /
+                                                    l2_cache_ctl
     signature := types ['->' types]  |  '(' types ')' '->' types
-    types     := type [xN] (',' type [xN])*                   `i64 x5` = five i64
+    types     := [kw] type [xN] (',' [kw] type [xN])*         `i64 x5` = five i64; kw, a
+                                                    clause keyword heading its types
     type      := !pto.ptr<T, gm|ub> | <T, gm|ub> | i64 | i1 | index | f32 | ...
 
 Tokens are read as the parser needs them (the first error in reading order is reported
@@ -22,7 +24,10 @@ so no stage recurses or converts numbers without bound (docs/semantics.md).
 The `pto.` prefix of an op is optional. `arith.constant`, `pto.castptr` and `pto.addptr`
 define values; every other op becomes one or more `Instr`s. The tile ops (`tassign`,
 `alloc_tile`, `make_tensor_view`, `partition_view`, `tload`, `tprefetch`, `tstore`) are
-read and lowered by model/tiles.py. A `%x =` always starts a
+read and lowered by model/tiles.py; the scalar code (`arith` integer ops, `scf.for`,
+`scf.if`, the core queries) is evaluated by model/scalar.py. Compute ops (vector scopes,
+`pto.v*`, mask and scalar UB ops) are an error, or skipped and counted when `parse` is
+given a Counter (`skipped`). A `%x =` always starts a
 statement, so an op without operands (a flag, a barrier) may be followed by a definition.
 `arith.constant true` / `false` (optionally `: i1`) are the i1 values 1 and 0.
 
@@ -83,6 +88,7 @@ from .isa import (DTYPE_BY_NAME, EVENT_ID_BITS, EXTERNAL_PIPE_NAMES, FLAG_DEPTH,
                   OP_BY_MNEMONIC, PIPE_NAMES, PROFILES, DEFAULT_PROFILE, DType, ErrorCode,
                   Pipe)
 from .program import Instr
+from .scalar import SCALAR_OPS, ScalarCode
 from .tiles import TILE_OPS, TileScope
 
 # A grouped op unrolled into more copies than this is refused rather than materialised.
@@ -124,6 +130,13 @@ _FLOAT_FORMATS = {
 }
 
 _GROUPED = ("mte_gm_ub", "mte_ub_gm", "mte_ub_ub")
+_LOOP_CLAUSES = ("loop", "loop1", "loop2")
+# A clause keyword heading its types in a grouped op's type list, as PTOAS writes them.
+_CLAUSE_TYPE_KEYWORD = re.compile(r"loop\d*|pad|l2_cache_ctl", re.ASCII)
+# Compute ops: the vector scopes and the vector, mask and scalar UB ops of a kernel, which
+# run on pipes this engine does not have (`mte run --skip-compute` skips them).
+_COMPUTE_REGIONS = ("pto.vecscope", "pto.strict_vecscope")
+_COMPUTE_OP = re.compile(r"pto\.(?:v\w+|p(?:set|ge|lt)_b\d+|load|store)", re.ASCII)
 _FLAGS = ("set_flag", "wait_flag")
 _TOKENS = ("get_buf", "rls_buf")
 _INTEGER_LITERAL = re.compile(r"-?(?:0x[0-9A-Fa-f]+|\d+)")
@@ -198,6 +211,7 @@ class Statement:
     types: list = field(default_factory=list)
     result_types: list = field(default_factory=list)
     colon: Token | None = None
+    type_heads: list = field(default_factory=list)  # [(clause keyword, first type index)]
     text: str = ""
 
 
@@ -255,11 +269,16 @@ def tokenize(text):
     return list(read_tokens(text))
 
 
-def parse(text, bindings=None, profile=DEFAULT_PROFILE, *, strict_bindings=False):
+def parse(text, bindings=None, profile=DEFAULT_PROFILE, *, strict_bindings=False,
+          skipped=None):
     """Parse a PTO program into engine instructions. Raises ProgramError; with
     strict_bindings, also BindingError for a binding the program never reads. The
-    profile's UB size bounds the tiles `pto.tassign` places (model/tiles.py)."""
-    return _Parser(text, bindings, PROFILES[profile], strict_bindings).parse_program()
+    profile's UB size bounds the tiles `pto.tassign` places (model/tiles.py).
+    `skipped`: None, and a compute op is a ProgramError; or a Counter, and compute ops
+    are skipped and counted in it by name (a vector scope and each op inside it)."""
+    parser = _Parser(text, bindings, PROFILES[profile], strict_bindings)
+    parser.skipped = skipped
+    return parser.parse_program()
 
 
 # --- float bit patterns -------------------------------------------------------------
@@ -429,6 +448,8 @@ class _Parser:
         self.flag_balance = Counter()   # (src, dst, event): set_flags so far less wait_flags
         self.tile_scope = TileScope(profile)
         self.token_holders = {}         # buf_id: (pipe, line) of the get_buf holding it
+        self.scalar_code = ScalarCode()
+        self.skipped = None             # a Counter of skipped compute ops, or None
         self.strict_bindings = strict_bindings
         self.bindings_read = set()
         if strict_bindings:
@@ -583,9 +604,16 @@ class _Parser:
         self.expect(">")
         return PtrType(DTYPE_BY_NAME[elem.text], space.text, start, self.source(start))
 
-    def parse_type_list(self):
+    def parse_type_list(self, heads=None):
+        """Types separated by commas. With a `heads` list, a clause keyword may head the
+        types that follow it (`loop i64, i64, i64`): each is recorded there as (keyword
+        token, index of its first type)."""
         types = []
         while True:
+            keyword = self.peek()
+            if heads is not None and keyword.kind == "ident" and \
+                    _CLAUSE_TYPE_KEYWORD.fullmatch(keyword.text):
+                heads.append((self.advance(), len(types)))
             item = self.parse_type()
             types += [item] * self.repeat_count()
             if not self.accept(","):
@@ -606,17 +634,17 @@ class _Parser:
                                 "has operands")
         return count
 
-    def parse_type_group(self):
+    def parse_type_group(self, heads=None):
         """A type list, possibly parenthesised (and then possibly empty)."""
         if not self.accept("("):
-            return self.parse_type_list()
-        types = [] if self.at(")") else self.parse_type_list()
+            return self.parse_type_list(heads)
+        types = [] if self.at(")") else self.parse_type_list(heads)
         self.expect(")")
         return types
 
-    def parse_signature(self):
+    def parse_signature(self, heads=None):
         colon = self.expect(":")
-        operand_types = self.parse_type_group()
+        operand_types = self.parse_type_group(heads)
         result_types = self.parse_type_group() if self.accept("->") else []
         return colon, operand_types, result_types
 
@@ -670,6 +698,10 @@ class _Parser:
         self.advance()
         if op.text == "arith.constant":
             return self.define_constant(op, result)
+        if op.text in SCALAR_OPS:
+            return self.scalar_code.statement(self, op, result)
+        if op.text in _COMPUTE_REGIONS or _COMPUTE_OP.fullmatch(op.text):
+            return self.skip_compute(op)
         name = op.text.removeprefix("pto.")
         if name in TILE_OPS:
             return self.tile_op(op, name, result)
@@ -691,6 +723,54 @@ class _Parser:
         if name == "set_mov_pad_val":
             return self.set_mov_pad_val(stmt)
         return self.legacy(stmt)
+
+    def skip_compute(self, op):
+        if self.skipped is None:
+            raise _error(op, f"{op.text} is a compute op, which this engine does not run; "
+                             "mte run --skip-compute runs a kernel's DMA, flag and token "
+                             "ops and skips its compute ops")
+        self.skipped[op.text] += 1
+        if op.text in _COMPUTE_REGIONS:
+            self.skip_region()
+        else:
+            self.skip_statement()
+
+    def skip_region(self):
+        """A vector scope's `{ ... }`, each op inside it counted. An op name is an
+        identifier with a dialect prefix not followed by `=`, `,` or `}` (an attribute's
+        name is)."""
+        start = self.expect("{")
+        depth = 1
+        while depth:
+            token = self.advance()
+            if token.kind == "eof":
+                raise _error(start, "unclosed '{'")
+            if token.kind == "punct":
+                depth += (token.text == "{") - (token.text == "}")
+            elif token.kind == "ident" and "." in token.text and \
+                    self.peek().text not in ("=", ",", "}"):
+                self.skipped[token.text] += 1
+        if self.at("{"):
+            self.skip_balanced("{", "}")
+
+    def skip_statement(self):
+        """Up to where the next statement starts: `%x =`, an op name (with its dialect
+        prefix, or an engine op's without) or the enclosing region's `}`, outside any
+        bracket."""
+        depth = 0
+        while True:
+            token = self.peek()
+            if token.kind == "eof" or depth == 0 and (
+                    self.at_result() or self.at("}") or self.at("return")
+                    or token.kind == "ident" and ("." in token.text or token.text in
+                                                  OP_BY_MNEMONIC or token.text in _GROUPED)):
+                return
+            if token.kind == "punct":
+                depth += (token.text in _OPENING) - (token.text in _CLOSING)
+            self.advance()
+
+    def scalar_value(self, number, type_name, token):
+        return Value(number, ScalarType(type_name, token, type_name))
 
     def tile_op(self, op, name, result):
         """A tile op (model/tiles.py) is the engine commands it lowers to, each marked
@@ -723,7 +803,9 @@ class _Parser:
         if self.at("{"):
             self.skip_balanced("{", "}")
         if self.at(":"):
-            stmt.colon, stmt.types, stmt.result_types = self.parse_signature()
+            heads = [] if name in _GROUPED else None
+            stmt.colon, stmt.types, stmt.result_types = self.parse_signature(heads)
+            stmt.type_heads = heads or []
         if self.at("{"):
             self.skip_balanced("{", "}")
         stray = self.peek()
@@ -1022,7 +1104,9 @@ class _Parser:
     # grouped v0.6 forms
 
     def grouped_args(self, stmt, operand_counts, clause_names):
-        """Check a grouped op's shape; returns (top-level args, nburst args, loops, pad)."""
+        """Check a grouped op's shape; returns (top-level args, nburst args, loops, pad,
+        l2_cache_ctl clause arg). `loops` lists the hardware loops in register order (None
+        for one left at count 1), then the software loops."""
         have = len(stmt.operands)
         if have not in operand_counts:
             want = " or ".join(map(str, operand_counts))
@@ -1032,23 +1116,70 @@ class _Parser:
         self.check_clause_order(stmt, clause_names)
         tokens = stmt.operands + [tok for c in stmt.clauses for tok in c.operands]
         self.check_type_count(stmt, len(tokens))
+        self.check_type_heads(stmt, have)
         args = self.args(tokens, stmt.types)
         top, rest = args[:have], args[have:]
         clauses = []
         for clause in stmt.clauses:
-            clauses.append((clause.name.text, rest[:len(clause.operands)]))
+            clauses.append((clause.name, rest[:len(clause.operands)]))
             rest = rest[len(clause.operands):]
-        nburst = clauses[0][1]
-        loops = [a for name, a in clauses if name == "loop"]
-        pad = next((a for name, a in clauses if name == "pad"), None)
-        return top, nburst, loops, pad
+        pad = next((a for name, a in clauses if name.text == "pad"), None)
+        cache = next((a[0] for name, a in clauses if name.text == "l2_cache_ctl"), None)
+        loops = self.loop_clauses(stmt, [(n, a) for n, a in clauses if n.text in _LOOP_CLAUSES])
+        return top, clauses[0][1], loops, pad, cache
+
+    def loop_clauses(self, stmt, loops):
+        """`loop(...)` clauses in order: loop1, loop2, then software loops. `loop1(...)` and
+        `loop2(...)` (PTOAS's names) set that hardware loop, whatever their order."""
+        named = [name for name, _ in loops if name.text != "loop"]
+        if not named:
+            return [args for _, args in loops]
+        if len(named) != len(loops):
+            plain = next(name for name, _ in loops if name.text == "loop")
+            raise _error(plain, f"{stmt.name} mixes loop(...) with loop1(...)/loop2(...): "
+                                "name every loop clause or none")
+        by_name = {}
+        for name, args in loops:
+            if name.text in by_name:
+                raise _error(name, f"{stmt.name} has two {name.text}(...) clauses")
+            by_name[name.text] = args
+        return [by_name.get("loop1"), by_name.get("loop2")]
+
+    def check_type_heads(self, stmt, have):
+        """A type list whose clauses' types are headed by their keywords, as PTOAS writes
+        it: every loop and pad clause's types start with its keyword, exactly where its
+        operands start; an l2_cache_ctl clause's type may be headed by its own keyword or
+        follow the types before it. A flat list (no keyword) needs no check."""
+        if not stmt.type_heads:
+            return
+        heads = {index: token for token, index in stmt.type_heads}
+        expected, start = [], have
+        for clause in stmt.clauses:
+            kind = clause.name.text.rstrip("12") if clause.name.text != "l2_cache_ctl" \
+                else "l2_cache_ctl"
+            if clause.name.text != "nburst" and (kind != "l2_cache_ctl" or start in heads):
+                expected.append((start, kind, clause))
+            start += len(clause.operands)
+        for start, kind, clause in expected:
+            head = heads.pop(start, None)
+            if head is None or head.text.rstrip("0123456789") != kind.rstrip("0123456789"):
+                where = head or stmt.types[start].token
+                raise _error(where, f"the types of {clause.name.text}(...) at column "
+                                    f"{clause.name.column} must start with '{kind}' at "
+                                    f"type {start + 1} of the list")
+        if heads:
+            index, head = min(heads.items())
+            raise _error(head, f"'{head.text}' heads type {index + 1} of {stmt.name}'s "
+                               f"list, where no {head.text}(...) clause's operands start")
 
     def check_clause_order(self, stmt, allowed):
-        """nburst first and once, then loop clauses, then at most one pad, last."""
+        """nburst first and once, then loop clauses and at most one l2_cache_ctl, then at
+        most one pad, last."""
         if not stmt.clauses or stmt.clauses[0].name.text != "nburst":
             where = stmt.clauses[0].name if stmt.clauses else stmt.op
             raise _error(where, f"{stmt.name} needs an nburst(...) clause first")
-        arity = {"nburst": (3,), "loop": (3,), "pad": (1, 3)}
+        arity = {"nburst": (3,), "loop": (3,), "loop1": (3,), "loop2": (3,), "pad": (1, 3),
+                 "l2_cache_ctl": (1,)}
         for i, clause in enumerate(stmt.clauses):
             name = clause.name.text
             if name not in allowed:
@@ -1056,6 +1187,9 @@ class _Parser:
             if (name == "nburst" and i) or (name == "pad" and i != len(stmt.clauses) - 1):
                 raise _error(clause.name, f"{name}(...) is out of place: "
                                           "nburst(...) loop(...)* [pad(...)]")
+            if name in ("pad", "l2_cache_ctl") and \
+                    [c.name.text for c in stmt.clauses].count(name) > 1:
+                raise _error(clause.name, f"{stmt.name} takes one {name}(...) clause")
             if len(clause.operands) not in arity[name]:
                 want = " or ".join(map(str, arity[name]))
                 raise _error(clause.name, f"{name}(...) takes {want} operands, "
@@ -1063,7 +1197,7 @@ class _Parser:
 
     def loop_registers(self, stmt, loops, direction):
         """The three loop-register writes; unused hardware loops are count 1, strides 0."""
-        hardware = [[self.scalar(a) for a in loop] for loop in loops[:2]]
+        hardware = [[self.scalar(a) for a in loop] if loop else [1, 0, 0] for loop in loops[:2]]
         hardware += [[1, 0, 0]] * (2 - len(hardware))
         (count1, src1, dst1), (count2, src2, dst2) = hardware
         self.emit(stmt, f"set_loop_size_{direction}",
@@ -1099,15 +1233,27 @@ class _Parser:
             moved[dst_field] += dst_offset
             self.emit(stmt, mnemonic, moved, deferred)
 
+    def cache_control(self, stmt, positional, clause):
+        """l2_cache_ctl: the positional operand or the l2_cache_ctl(...) clause, not both."""
+        if positional and clause:
+            raise _error(stmt.clauses[[c.name.text for c in stmt.clauses].index(
+                "l2_cache_ctl")].name, f"{stmt.name} has l2_cache_ctl twice: as its "
+                                       "operand and as a clause")
+        if positional:
+            return self.scalar(positional[0])
+        return self.scalar(clause) if clause else 0
+
     def expand_mte_gm_ub(self, stmt):
-        top, (n, src_stride, dst_stride), loops, pad = self.grouped_args(
-            stmt, (4,), ("nburst", "loop", "pad"))
-        gm, ub, cache, length = top
+        with_clause = any(c.name.text == "l2_cache_ctl" for c in stmt.clauses)
+        top, (n, src_stride, dst_stride), loops, pad, cache_clause = self.grouped_args(
+            stmt, (3, 4) if with_clause else (4,),
+            ("nburst", *_LOOP_CLAUSES, "l2_cache_ctl", "pad"))
+        gm, ub, *cache, length = top
         values = {"gm_src": self.pointer(gm, "gm"), "ub_dst": self.pointer(ub, "ub"), "sid": 0,
                   "n_burst": self.scalar(n), "len_burst": self.scalar(length),
                   "left_padding": 0, "right_padding": 0, "data_select_bit": 0,
-                  "l2_cache_ctl": self.scalar(cache), "src_stride": self.scalar(src_stride),
-                  "dst_stride": self.scalar(dst_stride)}
+                  "l2_cache_ctl": self.cache_control(stmt, cache, cache_clause),
+                  "src_stride": self.scalar(src_stride), "dst_stride": self.scalar(dst_stride)}
         values["dtype"], deferred = _copy_dtype([gm.type, ub.type])
         self.loop_registers(stmt, loops, "outtoub")
         if pad:
@@ -1119,19 +1265,19 @@ class _Parser:
         self.emit_copies(stmt, "copy_gm_to_ubuf", values, "gm_src", "ub_dst", loops, deferred)
 
     def expand_mte_ub_gm(self, stmt):
-        top, (n, src_stride, dst_stride), loops, _ = self.grouped_args(
-            stmt, (3, 4), ("nburst", "loop"))
+        top, (n, src_stride, dst_stride), loops, _, cache_clause = self.grouped_args(
+            stmt, (3, 4), ("nburst", *_LOOP_CLAUSES, "l2_cache_ctl"))
         ub, gm, *cache, length = top
         values = {"ub_src": self.pointer(ub, "ub"), "gm_dst": self.pointer(gm, "gm"), "sid": 0,
                   "n_burst": self.scalar(n), "len_burst": self.scalar(length),
-                  "l2_cache_ctl": self.scalar(cache[0]) if cache else 0,
+                  "l2_cache_ctl": self.cache_control(stmt, cache, cache_clause),
                   "dst_stride": self.scalar(dst_stride), "src_stride": self.scalar(src_stride)}
         values["dtype"], deferred = _copy_dtype([ub.type, gm.type])
         self.loop_registers(stmt, loops, "ubtoout")
         self.emit_copies(stmt, "copy_ubuf_to_gm", values, "ub_src", "gm_dst", loops, deferred)
 
     def expand_mte_ub_ub(self, stmt):
-        top, (n, src_gap, dst_gap), _, _ = self.grouped_args(stmt, (3,), ("nburst",))
+        top, (n, src_gap, dst_gap), _, _, _ = self.grouped_args(stmt, (3,), ("nburst",))
         src, dst, length = top
         values = {"ub_src": self.pointer(src, "ub"), "ub_dst": self.pointer(dst, "ub"),
                   "sid": 0, "n_burst": self.scalar(n), "len_burst": self.scalar(length),

@@ -5,12 +5,12 @@ test (tests/test_corpus.py) starts from.
 A program names what it runs on in `// run:` comment lines (any number, anywhere; the
 parser ignores them as comments), with `mte run`'s flags:
 
-    // run: --bind arg0=0x10000 --bind arg1=0x20000 --profile a5
+    // run: --bind arg0=0x10000 --bind arg1=0x20000 --skip-compute --profile a5
     // run: --gm 0x10000:8192=random --gm 0x20000:4096 --ub 0x400:256=random
 
   --gm ADDR:LEN[=random]   a GM window, whole 4 KiB pages: random bytes, or GUARD bytes
   --ub ADDR:LEN=random     random bytes preloaded in UB; every other UB byte is GUARD
-  --bind NAME=VALUE, --profile NAME   as for `mte run`
+  --bind NAME=VALUE, --profile NAME, --skip-compute   as for `mte run`
 
 Random bytes derive from the program's name and the window's address, so a program
 always starts from the same memories. Every byte no copy writes keeps its starting value,
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from model.isa import DEFAULT_PROFILE, PROFILES
-from tb.programs import GUARD, PAGE, Case
+from tb.programs import GUARD, PAGE, Case, run_arguments
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "programs"
 
@@ -36,10 +36,11 @@ class CorpusProgram:
     gm: list                 # [(base, bytes)]: whole pages
     ub: bytes                # the whole UB
     profile: str = DEFAULT_PROFILE
+    skip_compute: bool = False
 
     def case(self):
         return Case(f"corpus {self.name}", self.text, dict(self.bindings),
-                    tuple(self.gm), self.ub, self.profile,
+                    tuple(self.gm), self.ub, self.profile, skip_compute=self.skip_compute,
                     rerun=f"python -m tb.run --corpus {self.name}")
 
 
@@ -72,9 +73,11 @@ def load(path):
     name, text = path.stem, path.read_text()
     words = iter(_run_flags(text))
     bindings, gm, preloads = {}, [], []
-    profile = DEFAULT_PROFILE
+    profile, skip_compute = DEFAULT_PROFILE, False
     for word in words:
-        if word == "--profile":
+        if word == "--skip-compute":
+            skip_compute = True
+        elif word == "--profile":
             profile = next(words)
         elif word == "--bind":
             key, _, value = next(words).partition("=")
@@ -96,7 +99,7 @@ def load(path):
             raise ValueError(f"{path.name}: --gm {base:#x}:{length} is not whole pages")
         else:
             gm.append((base, data))
-    return CorpusProgram(name, path, text, bindings, gm, bytes(ub), profile)
+    return CorpusProgram(name, path, text, bindings, gm, bytes(ub), profile, skip_compute)
 
 
 def programs(names=None):
@@ -113,15 +116,4 @@ def programs(names=None):
 
 def cli_arguments(program, directory):
     """`mte run` arguments that run `program` from files written under `directory`."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "ub.bin").write_bytes(program.ub)
-    args = [str(program.path), "--profile", program.profile,
-            "--ub", f"0={directory / 'ub.bin'}"]
-    for base, data in program.gm:
-        path = directory / f"gm_{base:010x}.bin"
-        path.write_bytes(data)
-        args += ["--gm", f"{base:#x}={path}"]
-    for key, value in program.bindings.items():
-        args += ["--bind", f"{key}={value:#x}"]
-    return args
+    return run_arguments(program.case(), directory)

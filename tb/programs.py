@@ -27,6 +27,7 @@ import argparse
 import itertools
 import random
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,7 @@ import numpy as np
 
 from model.isa import (DTYPE_BY_NAME, DTYPES, EVENT_ID_BITS, GM_ADDR_BITS, OP_BY_MNEMONIC,
                        PROFILES, UB_LINE, ErrorCode, Pipe, reset_registers)
+from model.parser import parse
 from model.rules import align_up
 
 PAGE = 4096
@@ -67,6 +69,12 @@ class Case:
     error: ErrorCode | None = None   # the rule the last command was built to break
     seed: int | None = None
     rerun: str = ""
+    skip_compute: bool = False       # the program's compute ops are skipped (mte run's flag)
+
+    def instrs(self):
+        """The program parsed, its compute ops skipped if the case says so."""
+        return parse(self.text, self.bindings,
+                     skipped=Counter() if self.skip_compute else None)
 
 
 def case_seed(run_seed, index):
@@ -1027,21 +1035,26 @@ def example_cases(profile="a5", fill=0):
 
 # --- writing a case out for `mte run` ----------------------------------------------------
 
-def write_case(case, directory):
-    """Write the program and its memory to a directory; returns the `mte run` line."""
+def run_arguments(case, directory):
+    """Write the program and its memory to a directory; returns `mte run`'s arguments."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "program.pto").write_text(case.text)
     (directory / "ub.bin").write_bytes(case.ub)
-    args = ["mte", "run", str(directory / "program.pto"), "--profile", case.profile,
-            "--ub", f"0={directory / 'ub.bin'}"]
+    args = [str(directory / "program.pto"), "--profile", case.profile,
+            "--ub", f"0={directory / 'ub.bin'}"] + ["--skip-compute"] * case.skip_compute
     for base, data in case.gm:
         path = directory / f"gm_{base:010x}.bin"
         path.write_bytes(data)
         args += ["--gm", f"{base:#x}={path}"]
     for name, value in case.bindings.items():
         args += ["--bind", f"{name}={value:#x}"]
-    return " ".join(args)
+    return args
+
+
+def write_case(case, directory):
+    """Write the program and its memory to a directory; returns the `mte run` line."""
+    return " ".join(["mte", "run", *run_arguments(case, directory)])
 
 
 def main(argv=None):

@@ -23,7 +23,6 @@ from model.assembler import assemble_until_error
 from model.engine import COPY_OPCODES, Engine
 from model.errors import MteError
 from model.isa import ErrorCode, Opcode, Pipe
-from model.parser import parse
 
 ENGINE_PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
 
@@ -146,7 +145,7 @@ def drain_points(instrs):
 
 def expect(case, drains=False):
     """Run a case on the model. With `drains`, also snapshot at every drain point."""
-    instrs = parse(case.text, case.bindings)
+    instrs = case.instrs()
     words, lines, assembly_error = assemble_until_error(instrs)
     given = len(lines)
     command_words = [len(isa.encode(instr.op, instr.values)) for instr in instrs[:given]]

@@ -150,10 +150,97 @@ def ptoas_tile_kernel(m, b):
     ub_to_gm(m, 0x1000, b["arg1"], 6, 80, 128, 80, loop1=(2, 768, 480))
 
 
+def ptoas_vadd_skip_compute(m, b):
+    gm_to_ub(m, b["arg0"], 0, 16, 256, 256, 256)
+    gm_to_ub(m, b["arg1"], 4096, 16, 256, 256, 256)
+    ub_to_gm(m, 0, b["arg2"], 16, 256, 256, 256)
+
+
+def keyword_type_lists(m, b):
+    gm_to_ub(m, b["in"], 0x400, 3, 40, 160, 64, loop1=(2, 512, 256), loop2=(2, 2048, 1024),
+             pad=(struct.pack("<f", 2.5), 1, 2))
+    ub_to_gm(m, 0x400, b["out"], 3, 48, 64, 48, loop1=(2, 256, 144), loop2=(2, 1024, 288))
+
+
+def signed_types(m, b):
+    gm_to_ub(m, b["in"], 0x600, 4, 14, 14, 32, pad=(struct.pack("<h", -2), 1, 1))
+    gm_to_ub(m, b["in2"], 0x800, 1, 64, 64, 64)
+    ub_to_gm(m, 0x800, b["out"], 1, 64, 64, 64)
+
+
+def scf_for_tiles(m, b):
+    for t in range(4):
+        gm_to_ub(m, b["src"] + t * 768, 0x2000 + t * 768, 8, 96, 96, 96)
+        ub_to_gm(m, 0x2000 + t * 768, b["dst"] + t * 1024, 8, 96, 96, 128)
+
+
+def block_idx_split(m, b):
+    share = 4096 // b["block_num"]
+    start = b["block_idx"] * share
+    gm_to_ub(m, b["x"] + start, 0x1000, share // 32, 32, 32, 32)
+    ub_to_gm(m, 0x1000, b["y"] + start, share // 32, 32, 32, 32)
+
+
+def scf_if_tail(m, b):
+    for start in range(0, b["length"], 256):
+        length = min(256, b["length"] - start)
+        gm_to_ub(m, b["in"] + start, 0x3000 + start, 1, length, 256, 256)
+        ub_to_gm(m, 0x3000 + start, b["out"] + start, 1, length, 256, 256)
+
+
+def iter_args_pingpong(m, b):
+    for t in range(6):
+        buffer = 0x800 * (t % 2)
+        gm_to_ub(m, b["in"] + t * 512, buffer, 4, 128, 128, 128)
+        ub_to_gm(m, buffer, b["out"] + t * 512, 4, 128, 128, 128)
+    gm_to_ub(m, b["in"], 0, 4, 128, 128, 128)
+
+
+def tokens_and_attribute_flags(m, b):
+    gm_to_ub(m, b["in"], b["a"], 4, 64, 64, 64)
+    ub_to_gm(m, b["a"], b["out"], 4, 64, 64, 96)
+    ub_to_ub(m, b["a"], b["b"], 1, 2, 0, 0)
+
+
+def ascendc_add_custom(m, b):
+    """AddCustom with its Compute skipped: each tile's CopyOut writes x's tile."""
+    core = b["block_idx"] * 2048 * 2
+    for i in range(16):
+        x_local, y_local = (i % 2) * 256, 512 + (i % 2) * 256
+        gm_to_ub(m, b["x"] + core + i * 256, x_local, 1, 256, 256, 256)
+        gm_to_ub(m, b["y"] + core + i * 256, y_local, 1, 256, 256, 256)
+        ub_to_gm(m, x_local, b["z"] + core + i * 256, 1, 256, 256, 256)
+
+
+def ascendc_datacopy_params(m, b):
+    """DataCopyParams' gaps in 32-byte blocks: block i at (blockLen + gap) * 32 * i."""
+    block_len, src_gap, dst_gap = 2, 1, 3
+    for i in range(4):
+        block = m.read_gm(b["src"] + i * (block_len + src_gap) * LINE, block_len * LINE)
+        at = 0x400 + i * (block_len + dst_gap) * LINE
+        m.ub[at:at + block_len * LINE] = block
+        m.write_gm(b["dst"] + i * (block_len + dst_gap) * LINE, block)
+
+
+def register_loops_both_pipes(m, b):
+    one = struct.pack("<f", 1.0)[2:]          # bfloat16: the upper half of the f32
+    gm_to_ub(m, b["in"], b["ub"], 2, 48, 256, 64, loop1=(2, 96, 128), loop2=(3, 1024, 512),
+             pad=(one, 0, 0))
+    ub_to_gm(m, b["ub"], b["out"], 2, 64, 64, 96, loop1=(2, 128, 192), loop2=(3, 512, 384))
+
+
+def f8_rows_a5(m, b):
+    gm_to_ub(m, b["in"], 0x2000, 5, 17, 17, 32, pad=(bytes([0x38]), 3, 0))
+    ub_to_gm(m, 0x2000, b["out"], 5, 20, 32, 20)
+
+
 EXPECTED = {f.__name__: f for f in (
     seed_tile_roundtrip, ptoas_weights_copy, grouped_pad_f16, grouped_two_loops,
     ub_to_ub_quoted_flags, sticky_registers, software_loops, ascendc_datacopypad,
-    ascendc_a5_packed_rows, ptoas_tile_kernel)}
+    ascendc_a5_packed_rows, ptoas_tile_kernel,
+    ptoas_vadd_skip_compute, keyword_type_lists, signed_types, scf_for_tiles,
+    block_idx_split, scf_if_tail, iter_args_pingpong, tokens_and_attribute_flags,
+    ascendc_add_custom, ascendc_datacopy_params, register_loops_both_pipes, f8_rows_a5)}
 
 
 # --- running them ------------------------------------------------------------------------
@@ -190,7 +277,7 @@ CORPUS = programs()
 
 def test_every_program_has_its_expected_bytes():
     assert sorted(p.name for p in CORPUS) == sorted(EXPECTED)
-    assert len(CORPUS) >= 8
+    assert len(CORPUS) >= 20
 
 
 @pytest.mark.parametrize("program", CORPUS, ids=lambda p: p.name)

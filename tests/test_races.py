@@ -242,7 +242,7 @@ def test_no_race_in_the_corpus():
     programs = corpus.programs()
     assert len(programs) >= 8
     for program in programs:
-        analysis = analyse(parse(program.text, program.bindings), program.profile)
+        analysis = analyse(program.case().instrs(), program.profile)
         assert analysis.error is None and analysis.races == [], program.name
 
 
