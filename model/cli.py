@@ -423,10 +423,10 @@ def run_command(args):
     ub_preloads = _ub_preloads(args.ub, ub_size)
     _check_dumps(gm, args.dump_gm, args.dump_ub, ub_size)
     if args.races != "off":
-        races = analyse(instrs, args.profile).races
-        for race in races:
-            print(race, file=sys.stderr)
-        if races and args.races == "error":
+        analysis = analyse(instrs, args.profile)
+        for line in analysis.lines():
+            print(line, file=sys.stderr)
+        if analysis.races and args.races == "error":
             return EXIT_RULE_VIOLATION
     if args.shake:
         result = shake_on_rtl(instrs, args.profile, gm, ub_preloads, args.shake)
@@ -471,8 +471,8 @@ def lowering_text(instrs):
 def check_command(args):
     instrs = _load_program(args.program, args.bind, args.profile)
     analysis = analyse(instrs, args.profile)
-    for race in analysis.races:
-        print(race)
+    for line in analysis.lines():
+        print(line)
     if analysis.error is not None:
         print(str(analysis.error).replace("\n", " "), file=sys.stderr)
     if analysis.races or analysis.error is not None:

@@ -18,9 +18,10 @@ Happens-before is kept as one vector clock per pipe, as dynamic race detectors s
 FastTrack keep theirs: entry q of pipe p's clock is how many of pipe q's copies are known
 to have finished before p's next command. A set_flag queues its pipe's clock, the
 wait_flag that consumes it joins it into its own pipe's; an rls_buf and the next get_buf
-of its token do the same. Each copy is compared only with
-the other pipes' copies its clock does not already cover, so a well synchronised program
-costs one pass over its commands.
+of its token do the same. Each copy is compared only with the other pipes' copies its
+clock does not already cover (a numpy filter on their spans picks those worth comparing
+row by row), so a well synchronised program costs one pass over its commands. The check
+stops at MAX_RACES races and says so.
 
 Footprints are exact at the byte level: a side of a copy is its rows (model/rules.py's
 geometry, padding included where it is written), kept as loops of strided rows. Loops
@@ -31,7 +32,7 @@ only: that pair's check is conservative (it may report a race the rows would not
 and says so.
 """
 
-import bisect
+import functools
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -45,6 +46,7 @@ from .isa import COPY_OPCODES, Opcode, Pipe
 
 ENGINE_PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
 ROW_LIMIT = 1 << 22      # distinct rows of one footprint worth listing (32 MiB of starts)
+MAX_RACES = 1000         # the check stops at this many: a program that has them needs flags
 
 READ_AFTER_WRITE = "read after write"
 WRITE_AFTER_READ = "write after read"
@@ -79,21 +81,27 @@ class Rows(NamedTuple):
 
     def starts(self):
         """The distinct row starts, sorted; None when there are more than ROW_LIMIT."""
-        starts = np.array([self.base], dtype=np.int64)
-        span = 1                 # of the starts of the loops with smaller strides
-        nested = True            # each loop steps over all smaller ones: starts come sorted
-        for count, stride in self.loops:
-            nested &= stride >= span
-            span += (count - 1) * stride
-        for count, stride in reversed(self.loops):
-            if len(starts) * count > ROW_LIMIT:
-                return None
-            steps = np.arange(count, dtype=np.int64) * stride
-            starts = (starts[:, None] + steps).ravel()
-        if not nested:
-            starts.sort()
-            starts = starts[np.concatenate(([True], starts[1:] != starts[:-1]))]
-        return starts
+        return _row_starts(self, ROW_LIMIT)
+
+
+@functools.lru_cache(maxsize=8)      # a large footprint is met again by the next copies
+def _row_starts(rows, limit):
+    starts = np.array([rows.base], dtype=np.int64)
+    span = 1                 # of the starts of the loops with smaller strides
+    nested = True            # each loop steps over all smaller ones: starts come sorted
+    for count, stride in rows.loops:
+        nested &= stride >= span
+        span += (count - 1) * stride
+    for count, stride in reversed(rows.loops):
+        if len(starts) * count > limit:
+            return None
+        steps = np.arange(count, dtype=np.int64) * stride
+        starts = (starts[:, None] + steps).ravel()
+    if not nested:
+        starts.sort()
+        starts = starts[np.concatenate(([True], starts[1:] != starts[:-1]))]
+    starts.flags.writeable = False
+    return starts
 
 
 class Shared(NamedTuple):
@@ -181,10 +189,37 @@ def _conflicts(earlier, later):
                 yield kind, a.space, shared
 
 
-class _Copy(NamedTuple):
-    epoch: int               # this copy is its pipe's epoch-th
-    instr: object
-    accesses: tuple          # (read Access, write Access)
+class _History:
+    """One pipe's copies so far, in order (the k-th is its pipe's epoch k + 1), and their
+    spans as numpy columns, which pick out the few copies whose rows need comparing."""
+    SPACES = {"gm": 0, "ub": 1}
+
+    def __init__(self):
+        self.copies = []                 # (instr, (read Access, write Access))
+        self.spans = np.zeros((64, 4), dtype=np.int64)    # read lo, hi, write lo, hi
+        self.spaces = np.zeros((64, 2), dtype=np.int8)    # read space, write space
+
+    def add(self, instr, accesses):
+        n = len(self.copies)
+        if n == len(self.spans):
+            self.spans = np.concatenate([self.spans, np.zeros_like(self.spans)])
+            self.spaces = np.concatenate([self.spaces, np.zeros_like(self.spaces)])
+        read, write = accesses
+        self.spans[n] = (read.rows.base, read.rows.end, write.rows.base, write.rows.end)
+        self.spaces[n] = (self.SPACES[read.space], self.SPACES[write.space])
+        self.copies.append((instr, accesses))
+
+    def meeting(self, since, accesses):
+        """The copies from the since-th on whose spans meet the accesses' in a way that
+        may race: their write and this read or write, their read and this write."""
+        spans, spaces = self.spans[since:len(self.copies)], self.spaces[since:len(self.copies)]
+        read, write = accesses
+        meet = np.zeros(len(spans), dtype=bool)
+        for theirs, mine in ((1, read), (0, write), (1, write)):
+            meet |= ((spaces[:, theirs] == self.SPACES[mine.space])
+                     & (spans[:, 2 * theirs] < mine.rows.end)
+                     & (spans[:, 2 * theirs + 1] > mine.rows.base))
+        return [self.copies[since + i] for i in np.flatnonzero(meet)]
 
 
 class Clocks:
@@ -196,9 +231,8 @@ class Clocks:
         self.released = {}                   # token id -> clock of its last rls_buf
 
     def tick(self, pipe):
-        """A command of `pipe` that other pipes may have to wait for; its epoch."""
+        """One more copy of `pipe`, which other pipes may have to wait for."""
         self.clock[pipe][pipe] += 1
-        return self.clock[pipe][pipe]
 
     def join(self, pipe, clock):
         mine = self.clock[pipe]
@@ -230,7 +264,16 @@ class Clocks:
 class Analysis:
     races: list              # Race, in program order of the later command
     error: MteError | None   # the first rule a command breaks; later commands never run
-    commands: int            # commands analysed (those before the error)
+    commands: int            # commands analysed (those before the error, or the cut)
+    cut: bool = False        # stopped at MAX_RACES races: later commands not analysed
+
+    def lines(self):
+        """The report: one line per race, and one saying where the check stopped."""
+        out = [str(race) for race in self.races]
+        if self.cut:
+            out.append(f"RACE: the check stopped at {MAX_RACES} races, after command "
+                       f"{self.commands}: later commands may race too")
+        return out
 
 
 def analyse(instrs, profile=isa.DEFAULT_PROFILE):
@@ -238,7 +281,7 @@ def analyse(instrs, profile=isa.DEFAULT_PROFILE):
     (every SPEC rule that needs no memory contents is checked, in program order)."""
     engine = Engine(profile)
     clocks = Clocks()
-    history = {pipe: [] for pipe in ENGINE_PIPES}
+    history = {pipe: _History() for pipe in ENGINE_PIPES}
     races = []
     for count, instr in enumerate(instrs):
         try:
@@ -257,7 +300,10 @@ def analyse(instrs, profile=isa.DEFAULT_PROFILE):
             accesses = copy_accesses(op, instr.values, engine.regs.get(op.pipe))
             if accesses is not None:
                 races += _races_with(history, clocks, op.pipe, instr, accesses)
-                history[op.pipe].append(_Copy(clocks.tick(op.pipe), instr, accesses))
+                clocks.tick(op.pipe)
+                history[op.pipe].add(instr, accesses)
+                if len(races) >= MAX_RACES:
+                    return Analysis(races, None, count + 1, cut=True)
     return Analysis(races, None, len(instrs))
 
 
@@ -268,10 +314,8 @@ def _races_with(history, clocks, pipe, instr, accesses):
     for other in ENGINE_PIPES:
         if other == pipe:
             continue
-        copies = history[other]
-        unordered = bisect.bisect_right(copies, clock[other], key=lambda c: c.epoch)
-        for earlier in copies[unordered:]:
-            for kind, space, shared in _conflicts(earlier.accesses, accesses):
-                races.append(Race(kind, space, earlier.instr, instr, shared))
+        for earlier, their_accesses in history[other].meeting(clock[other], accesses):
+            for kind, space, shared in _conflicts(their_accesses, accesses):
+                races.append(Race(kind, space, earlier, instr, shared))
     races.sort(key=lambda race: (race.earlier.line, race.earlier.column))
     return races

@@ -11,7 +11,7 @@ from model import races as races_module
 from model.isa import OP_BY_MNEMONIC, Opcode, Pipe
 from model.parser import parse
 from model.program import Instr
-from model.races import ROW_LIMIT, Rows, analyse, first_shared
+from model.races import MAX_RACES, ROW_LIMIT, Rows, analyse, first_shared
 from model.seeds import EXAMPLES
 from race_reference import conflicts, flag_key, footprints, unordered
 from test_cli import mte
@@ -228,6 +228,33 @@ def test_footprints_too_large_to_list_are_compared_by_span_and_say_so(monkeypatc
     (race,) = analysis.races
     assert not race.shared.exact and "conservative" in str(race)
     assert ROW_LIMIT >= 1 << 20
+
+
+def test_thousands_of_unordered_copies_that_share_no_byte_take_seconds():
+    copies = 3000
+    program = [load(0x100000, 0, 32, loops=[(1, 0, 0), (1, 0, 0), (copies, 32, 32)]),
+               store(131072, 0x200000, 32, loops=[(1, 0, 0), (1, 0, 0), (copies, 32, 32)])]
+    instrs = parse("\n".join(program) + "\n")
+    start = time.perf_counter()
+    analysis = analyse(instrs)
+    elapsed = time.perf_counter() - start
+    assert analysis.races == [] and analysis.commands == 6 + 2 * copies
+    assert elapsed < 10, f"{elapsed:.1f} s for {copies} x {copies} unordered pairs"
+
+
+def test_the_check_stops_at_max_races_and_says_so():
+    # one MTE3 read, then 1200 MTE2 copies (a software loop) each writing what it reads
+    copies = MAX_RACES + 200
+    program = [store(0, 0x8000, 64),
+               load(0x100000, 0, 64, loops=[(1, 0, 0), (1, 0, 0), (copies, 64, 0)])]
+    analysis = analyse(parse("\n".join(program) + "\n"))
+    assert analysis.cut and len(analysis.races) == MAX_RACES
+    assert analysis.commands == 4 + 3 + MAX_RACES        # loop registers, then copies
+    lines = analysis.lines()
+    assert len(lines) == MAX_RACES + 1 and lines[0] == str(analysis.races[0])
+    assert lines[-1] == (f"RACE: the check stopped at {MAX_RACES} races, after command "
+                         f"{4 + 3 + MAX_RACES}: later commands may race too")
+    assert not analyse(parse(program[1] + "\n")).cut
 
 
 # --- programs that are synchronised, and their mutants ------------------------------------
