@@ -20,10 +20,16 @@ class MteError(Exception):
         return f"{self.code.name}: {where}{op}{self.message}"
 
 
+# A program-text message quotes the text it found; a token of megabytes is cut to this.
+MAX_MESSAGE = 400
+
+
 class ProgramError(Exception):
     """Malformed program text: syntax, unknown op, unbound name, operand or type count."""
 
     def __init__(self, message, line, column=1):
+        if len(message) > MAX_MESSAGE:
+            message = f"{message[:MAX_MESSAGE]}... ({len(message)} characters)"
         self.message, self.line, self.column = message, line, column
         super().__init__(f"line {line}, column {column}: {message}")
 

@@ -553,3 +553,12 @@ def test_a_reader_that_goes_away_ends_asm_quietly(work, capsys, monkeypatch):
                            "--bind", "ub_in=0x40"])
     assert status == 141
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("text", ["pto." + "a" * 1_000_000,
+                                  LOOP_SIZE.replace("%c1,", "%" + "b" * 1_000_000 + ","),
+                                  '%x = arith.constant "' + "c" * 1_000_000 + '" : i64'])
+def test_a_message_quoting_a_huge_token_is_cut(text):
+    err = program_error(text)
+    assert (err.line, len(err.message) < 450) == (1, True)
+    assert err.message.endswith(" characters)")
