@@ -469,7 +469,8 @@ def lowering_text(instrs):
 
 
 def check_command(args):
-    instrs = _load_program(args.program, args.bind, args.profile)
+    instrs = _load_program(args.program, args.bind, args.profile,
+                           Counter() if args.skip_compute else None)
     analysis = analyse(instrs, args.profile)
     for line in analysis.lines():
         print(line)

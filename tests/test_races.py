@@ -3,7 +3,7 @@ mutation test against tests/race_reference.py."""
 
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 
@@ -267,9 +267,11 @@ def test_no_race_in_the_seed_examples():
 
 def test_no_race_in_the_corpus():
     programs = corpus.programs()
-    assert len(programs) >= 8
+    assert len(programs) >= 20
     for program in programs:
-        analysis = analyse(program.case().instrs(), program.profile)
+        skipped = Counter() if program.skip_compute else None
+        instrs = parse(program.text, program.bindings, program.profile, skipped=skipped)
+        analysis = analyse(instrs, program.profile)
         assert analysis.error is None and analysis.races == [], program.name
 
 
@@ -498,3 +500,12 @@ def test_shaken_rtl_runs_of_a_racy_program_diverge_and_of_its_fix_do_not(racy, c
     assert f"shake: {SHAKES} runs" in out and "1 distinct final memories" in out, out
     assert f"seeds {', '.join(map(str, range(1, SHAKES + 1)))}: the model's bytes" in out
     assert err == ""
+
+
+def test_check_skips_compute_ops_when_asked():
+    program = corpus.CORPUS / "ptoas_vadd_skip_compute.pto"
+    binds = ["--bind", "arg0=0x10000", "--bind", "arg1=0x11000", "--bind", "arg2=0x20000"]
+    run = mte("check", program, *binds, cwd=program.parent)
+    assert run.returncode == 2 and "--skip-compute" in run.stderr
+    run = mte("check", program, *binds, "--skip-compute", cwd=program.parent)
+    assert run.returncode == 0 and run.stdout.startswith("no race: "), run.stderr
