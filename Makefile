@@ -10,6 +10,8 @@ PROFILE ?= a5
 WIDTH   ?= 32
 SEED    ?= 1
 COUNT   ?= 200
+JOBS    ?= 2
+UB_ACCESS ?= backdoor
 FPGA_SEED ?= 1
 SIM     ?= verilator
 WAVES   ?= 0
@@ -17,7 +19,7 @@ export SIM WAVES
 
 FUZZ_EXAMPLES ?= 5000
 
-.PHONY: all venv test fuzz sim sim-icarus fpga-sim bench-model verilog lint bench fpga fpga-blocks clean
+.PHONY: all venv test fuzz sim soak sim-icarus fpga-sim bench-model verilog lint bench fpga fpga-blocks clean
 
 all: test
 
@@ -29,8 +31,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Every test, on every core (pytest-xdist); the cocotb builds are shared under a lock.
 test: $(STAMP)
-	$(VPY) -m pytest -q
+	$(VPY) -m pytest -q -n auto
 
 # tests/test_fuzz.py with FUZZ_EXAMPLES examples per test where make test runs 60:
 # programs drawn from the grammar and damaged, arbitrary bytes, arbitrary option values
@@ -38,8 +41,17 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	MTE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VPY) -m pytest -q tests/test_fuzz.py
 
+# UB_ACCESS=port loads and reads UB through the engine's test port instead of in place.
 sim: $(STAMP)
-	$(VPY) -m tb.run --seed $(SEED) --count $(COUNT) --profile $(PROFILE) --width $(WIDTH)
+	$(VPY) -m tb.run --seed $(SEED) --count $(COUNT) --profile $(PROFILE) --width $(WIDTH) \
+		--ub-access $(UB_ACCESS)
+
+# The random regression in JOBS processes, sharded by program index (tb.run --shard I/N
+# runs one shard alone), and the merged table: per kind of program and per shard.
+soak: COUNT = 10000
+soak: $(STAMP)
+	$(VPY) -m tb.run --seed $(SEED) --count $(COUNT) --jobs $(JOBS) --no-examples --errors \
+		--profile $(PROFILE) --width $(WIDTH)
 
 # The run CI makes under Icarus Verilog beside `make test` (Debian: iverilog): the seed
 # examples, COUNT (20) random programs and one ending in each error class, then every

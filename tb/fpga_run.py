@@ -14,7 +14,8 @@ tb/run.py would, chosen by the same MTE_* variables (tb/test_mte.py).
 
 import argparse
 import sys
-import xml.etree.ElementTree as ET
+import tempfile
+from pathlib import Path
 
 from hdl.layouts import BUS_WIDTHS
 from model.isa import PROFILES
@@ -47,25 +48,24 @@ def run(runner, build_dir, profile="a5", soak=None, waves=False, fixed=True):
     """One simulator run of cpu_programs and c_firmware (unless not `fixed`), and of
     cpu_soak when `soak` (soak_environment) gives it programs; with `waves` (a traced
     build) it writes waves_file(build_dir). Returns {cocotb test name: passed} from its
-    xUnit results."""
+    xUnit results. It runs in a directory of its own (its firmware build among its
+    files), so that runs can share a build."""
     tests = (FIXED_TESTS if fixed else []) + (["cpu_soak"] if soak else [])
-    results = build_dir / "results.xml"
-    results.unlink(missing_ok=True)
-    try:
-        runner.test(hdl_toplevel=tb_run.FPGA_TOPLEVEL, hdl_toplevel_lang="verilog",
-                    waves=waves,
-                    test_args=tb_run.trace_args(runner, build_dir, waves, tb_run.FPGA_TOPLEVEL),
-                    test_module=TEST_MODULE, build_dir=build_dir, test_dir=build_dir,
-                    testcase=tests,
-                    extra_env={"MTE_PROFILE": profile,
-                               "PYTHONWARNINGS": "ignore::DeprecationWarning", **(soak or {})},
-                    results_xml=str(results))
-    except SystemExit:
-        pass        # the runner exits on a failed test; results.xml says which
-    if not results.exists():
-        return {}
-    return {case.get("name"): case.find("failure") is None and case.find("error") is None
-            for case in ET.parse(results).getroot().iter("testcase")}
+    with tempfile.TemporaryDirectory(dir=build_dir, prefix="run-") as run_dir:
+        results = Path(run_dir) / "results.xml"
+        try:
+            runner.test(hdl_toplevel=tb_run.FPGA_TOPLEVEL, hdl_toplevel_lang="verilog",
+                        waves=waves, test_args=tb_run.trace_args(runner, build_dir, waves,
+                                                                 tb_run.FPGA_TOPLEVEL),
+                        test_module=TEST_MODULE, build_dir=build_dir, test_dir=run_dir,
+                        testcase=tests,
+                        extra_env={"MTE_PROFILE": profile,
+                                   "PYTHONWARNINGS": "ignore::DeprecationWarning",
+                                   **(soak or {})},
+                        results_xml=str(results))
+        except SystemExit:
+            pass        # the runner exits on a failed test; results.xml says which
+        return tb_run.cocotb_outcomes(results) if results.exists() else {}
 
 
 def main(argv=None):

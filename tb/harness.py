@@ -8,7 +8,9 @@
   `fixed_latency(L)` makes GM a pipelined memory instead (the benchmark): the first R
   beat of every burst L cycles after its AR handshake, the B response of every burst L
   cycles after its last W beat, however many bursts are outstanding.
-- UB: preloaded and read back whole through the `ub_test` port, only while idle. The
+- UB: preloaded and read back whole, only while idle: in place through the simulator's
+  backdoor (tb/backdoor.py, Verilator; no simulated cycle), or through the `ub_test`
+  port, a word a cycle (`ub_access="port"`, and always under Icarus). On the port the
   harness keeps a shadow of what UB holds, so a preload writes only the words that change.
 - Commands: pushed word by word on the `cmd` valid/ready stream, with random gaps.
 - `wait_idle` fails the run when nothing moves (no command word, AXI beat or completed
@@ -16,6 +18,7 @@
 """
 
 import logging
+import os
 import random
 from collections import deque
 from dataclasses import dataclass
@@ -32,6 +35,7 @@ from cocotbext.axi.constants import AxiBurstType, AxiResp
 
 from hdl.ub import TEST_READ_LATENCY
 from model.isa import GM_ADDR_BITS, PROFILES, Pipe
+from tb.backdoor import UB_ACCESS, UbBackdoor
 
 CLOCK_NS = 10
 PAGE = 4096
@@ -261,17 +265,28 @@ class PipeStatus:
     error_addr: int
 
 
+def default_ub_access():
+    """MTE_UB_ACCESS (tb/run.py sets it), else the backdoor where the simulator has one."""
+    chosen = os.environ.get("MTE_UB_ACCESS")
+    if chosen:
+        assert chosen in UB_ACCESS, f"MTE_UB_ACCESS={chosen}: it is one of {UB_ACCESS}"
+        return chosen
+    return "backdoor" if cocotb.SIM_NAME.lower().startswith("verilator") else "port"
+
+
 class Harness:
     """Drives one `mte_dma` instance. Call `start()` first, from the test."""
 
-    def __init__(self, dut, profile="a5", seed=0, watchdog=5000):
+    def __init__(self, dut, profile="a5", seed=0, watchdog=5000, ub_access=None):
         self.dut = dut
         self.rng = random.Random(seed)
         self.profile = PROFILES[profile]
         self.watchdog = watchdog
         self.width = len(dut.ub_test__wdata) // 8
         self.ub_words = self.profile.ub_size // self.width
-        self.shadow = None              # what UB holds, when known
+        self.shadow = None              # what UB holds, when known (port access)
+        self.backdoor = UbBackdoor(self.ub_words, self.width) \
+            if (ub_access or default_ub_access()) == "backdoor" else None
         self.stats = BusStats()
         self.commands_sent = 0          # since reset: the RTL numbers commands the same way
         self.gm = GlobalMemory(())
@@ -342,10 +357,14 @@ class Harness:
         return (self.reader.ar_channel, self.reader.r_channel, self.writer.aw_channel,
                 self.writer.w_channel, self.writer.b_channel)
 
-    # UB through the test port (only while idle)
+    # UB, through the backdoor or the test port (only while idle)
 
     async def write_ub(self, image):
-        """Make UB hold `image`, writing only the words that differ from the shadow."""
+        """Make UB hold `image`: in place, or on the port only the words that differ from
+        the shadow."""
+        if self.backdoor is not None:
+            self.backdoor.write(image)
+            return
         want = np.frombuffer(image, dtype=np.uint8).reshape(self.ub_words, self.width)
         if self.shadow is None:
             words = np.arange(self.ub_words)
@@ -362,8 +381,12 @@ class Harness:
         self.shadow = want.copy()
 
     async def read_ub(self):
-        """The whole UB, one word per cycle (each word arrives TEST_READ_LATENCY cycles
-        after its request)."""
+        """The whole UB: in place, or on the port one word per cycle (each word arrives
+        TEST_READ_LATENCY cycles after its request). The backdoor too waits those cycles,
+        so that it sees every write the port would."""
+        if self.backdoor is not None:
+            await ClockCycles(self.dut.clk, TEST_READ_LATENCY)
+            return self.backdoor.read()
         dut, out = self.dut, bytearray()
         dut.ub_test__re.value = 1
         for word in range(self.ub_words + TEST_READ_LATENCY):
@@ -384,30 +407,36 @@ class Harness:
         """Send command words; `accepted`, if given, gets each command's last-word cycle."""
         dut, rng = self.dut, self.rng
         ends = set(np.cumsum(command_words) - 1) if accepted is not None else ()
+        dut.cmd__valid.value = 1
         for i, word in enumerate(words):
             dut.cmd__payload.value = word
-            dut.cmd__valid.value = 1
             await RisingEdge(dut.clk)
-            waited, last = 0, self.progress()
-            while not dut.cmd__ready.value:
-                await RisingEdge(dut.clk)
-                waited += 1
-                # A full queue behind one long copy is no hang: the bus keeps moving.
-                if waited % self.watchdog == 0:
-                    now = self.progress()
-                    if now == last:
-                        raise WatchdogError(
-                            f"command word {i} not taken for {waited} cycles, no progress "
-                            f"for the last {self.watchdog}, at cycle {self.cycle}: "
-                            f"{self.describe()}")
-                    last = now
+            if not dut.cmd__ready.value:
+                await self._until_ready(i)
             if i in ends:
                 accepted.append(self.cycle)
             if self.gap_duty and rng.random() < self.gap_duty:
                 dut.cmd__valid.value = 0
                 await ClockCycles(dut.clk, rng.randint(1, 6))
+                dut.cmd__valid.value = 1
         dut.cmd__valid.value = 0
         self.commands_sent += len(command_words)
+
+    async def _until_ready(self, i):
+        """Hold command word `i` until the engine takes it. A full queue behind one long
+        copy is no hang while the bus keeps moving; the watchdog looks at progress only
+        here, not on every word."""
+        dut, waited, last = self.dut, 0, self.progress()
+        while not dut.cmd__ready.value:
+            await RisingEdge(dut.clk)
+            waited += 1
+            if waited % self.watchdog == 0:
+                now = self.progress()
+                if now == last:
+                    raise WatchdogError(
+                        f"command word {i} not taken for {waited} cycles, no progress for "
+                        f"the last {self.watchdog}, at cycle {self.cycle}: {self.describe()}")
+                last = now
 
     def progress(self):
         """Anything that moves when the engine works."""

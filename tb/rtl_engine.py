@@ -18,6 +18,7 @@ each final memory with the model's: a race-free program always leaves the model'
 """
 
 import pickle
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,18 +88,24 @@ def page_windows(gm):
 
 
 def _simulate(job, profile):
+    """The job run in a directory of this process's own, so that several `mte run`s can
+    share a checkout. Build progress goes to stdout: stderr's first line is the error."""
     from tb import run as tb_run
-    runner, build_dir = tb_run.build("verilator", profile, WIDTH, waves=False)
-    with tempfile.TemporaryDirectory(dir=build_dir) as work:
-        job_file, out_file = Path(work) / "job.pickle", Path(work) / "outcome.pickle"
+    runner, build_dir = tb_run.build("verilator", profile, WIDTH, waves=False,
+                                     progress=sys.stdout)
+    with tempfile.TemporaryDirectory(dir=build_dir, prefix="cli-") as work:
+        work = Path(work)
+        job_file, out_file, log = work / "job.pickle", work / "outcome.pickle", work / "sim.log"
         job_file.write_bytes(pickle.dumps(job))
         env = {"MTE_PROFILE": profile, "MTE_CLI_JOB": str(job_file),
-               "MTE_CLI_OUTCOME": str(out_file), "COCOTB_LOG_LEVEL": "WARNING",
-               "PYTHONWARNINGS": "ignore::DeprecationWarning"}
-        log = build_dir / "cli_program.log"
-        tb_run.run(runner, build_dir, ["cli_program"], env, waves=False, log_file=log)
+               "MTE_CLI_OUTCOME": str(out_file), "MTE_UB_ACCESS": "backdoor",
+               "COCOTB_LOG_LEVEL": "WARNING", "PYTHONWARNINGS": "ignore::DeprecationWarning"}
+        tb_run.run(runner, build_dir, ["cli_program"], env, waves=False, log_file=log,
+                   run_dir=work)
         if not out_file.exists():
-            raise RuntimeError(f"the simulation wrote no outcome (see {log})")
+            tail = log.read_text(errors="replace").splitlines()[-20:] if log.exists() else []
+            raise RuntimeError("the simulation wrote no outcome; its log ends:\n"
+                               + "\n".join(tail))
         return pickle.loads(out_file.read_bytes())
 
 

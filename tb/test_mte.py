@@ -10,6 +10,9 @@ environment variables:
   MTE_CASES         comma-separated case specs (SEED or SEED/ERROR_CODE) to run
   MTE_ERRORS        1: one program ending in each error class
   MTE_CORPUS        `all`, or comma-separated names: programs of tests/programs/ (tb/corpus.py)
+  MTE_SHARD         I/N: only the random programs whose index is I modulo N, and the
+                    examples, cases and error programs only if I is 0 (default 0/1)
+  MTE_UB_ACCESS     backdoor or port: how the harness loads and reads UB (tb/harness.py)
   MTE_REPORT        file to append one JSON line per program to (tb/run.py's table)
   MTE_CLI_JOB, MTE_CLI_OUTCOME   the `cli_program` test's input and output files
 
@@ -97,22 +100,23 @@ def configured_cases():
     Categories: example, random (which may end in an error), error (one per class),
     corpus (tests/programs/)."""
     profile = _profile()
+    shard, shards = map(int, _env("MTE_SHARD", "0/1").split("/"))
     examples = example_cases(profile)
-    if _env("MTE_EXAMPLES") == "1":
+    if shard == 0 and _env("MTE_EXAMPLES") == "1":
         yield from (("example", c) for c in examples)
-    for index in filter(None, _env("MTE_EXAMPLE").split(",")):
+    for index in filter(None, _env("MTE_EXAMPLE").split(",") if shard == 0 else ()):
         yield "example", examples[int(index)]
-    for text in filter(None, _env("MTE_CASES").split(",")):
+    for text in filter(None, _env("MTE_CASES").split(",") if shard == 0 else ()):
         seed, error = parse_spec(text)
         yield "random", generate(seed, error, profile)
     run_seed = int(_env("MTE_SEED", "1"), 0)
-    for index in range(int(_env("MTE_COUNT", "0"))):
+    for index in range(shard, int(_env("MTE_COUNT", "0")), shards):
         yield "random", generate(case_seed(run_seed, index), AUTO, profile)
-    if _env("MTE_ERRORS") == "1":
+    if shard == 0 and _env("MTE_ERRORS") == "1":
         for index, code in enumerate(ERROR_CLASSES):
             yield "error", generate(case_seed(run_seed, f"error-{index}"), code, profile)
     corpus = _env("MTE_CORPUS")
-    if corpus:
+    if shard == 0 and corpus:
         from tb.corpus import programs
         names = None if corpus == "all" else corpus.split(",")
         yield from (("corpus", p.case()) for p in programs(names) if p.profile == profile)

@@ -1,9 +1,13 @@
 """The RTL against the golden model in cocotb (tb/test_mte.py), launched from pytest.
 
 One build and one simulator run: the seed examples, 50 random programs, one program per
-error class, the corpus of tests/programs/, the bus fault test and the reset test. The
-tests below each check their part of that run's report.
+error class, the corpus of tests/programs/, the bus fault test and the reset test, UB
+loaded and read in place (the backdoor). The tests below each check their part of that
+run's report; others run a few programs through the test port and check that port and
+backdoor agree (tests/test_cocotb_parallel.py: processes sharing a checkout).
 """
+
+import sys
 
 import pytest
 
@@ -20,9 +24,9 @@ def simulation():
     args = tb_run.argument_parser().parse_args(
         ["--seed", "1", "--count", str(RANDOM_PROGRAMS), "--errors", "--profile", "a5",
          "--corpus"])
-    records = tb_run.run(runner, build_dir, tb_run.ALL_TESTS, tb_run.environment(args),
-                         waves=False)
-    return records, tb_run.failed_tests(build_dir / "results.xml")
+    result = tb_run.run(runner, build_dir, tb_run.ALL_TESTS, tb_run.environment(args),
+                        waves=False)
+    return result.records, result.failed
 
 
 def _failures(records):
@@ -149,9 +153,10 @@ def test_a_narrow_bus_runs_long_copies_behind_a_full_queue():
         ["--case", "0x6facf821/UB_OVERLAP", "--seed", "8", "--count", "6",
          "--profile", "kirin9030", "--width", "8"])
     args.examples = True
-    records = tb_run.run(runner, build_dir, ["regression"], tb_run.environment(args),
-                         waves=False)
-    assert not tb_run.failed_tests(build_dir / "results.xml"), "\n".join(_failures(records))
+    result = tb_run.run(runner, build_dir, ["regression"], tb_run.environment(args),
+                        waves=False)
+    records = result.records
+    assert not result.failed, "\n".join(_failures(records))
     assert [r["category"] for r in records].count("example") == 8
     assert len(records) == 8 + 1 + 6
 
@@ -227,3 +232,42 @@ def test_unknown_corpus_program_is_a_usage_error(monkeypatch, capsys):
         tb_run.main(["--corpus", "software_loops"])
     assert (seen["MTE_CORPUS"], seen["MTE_COUNT"], seen["MTE_EXAMPLES"]) == \
         ("software_loops", "0", "0")
+
+
+def test_the_port_runs_the_regression_too():
+    """`--ub-access port`: the test port, part of the design, loads and reads UB."""
+    runner, build_dir = tb_run.build("verilator", "a5", 32, waves=False)
+    args = tb_run.argument_parser().parse_args(
+        ["--seed", "3", "--count", "3", "--no-examples", "--ub-access", "port"])
+    result = tb_run.run(runner, build_dir, ["regression"], tb_run.environment(args),
+                        waves=False)
+    assert not result.failed, "\n".join(_failures(result.records))
+    assert len(result.records) == 3
+
+
+@pytest.mark.parametrize("profile, width", [("a5", 32), ("kirin9030", 8)])
+def test_ub_backdoor_matches_the_port(profile, width):
+    """tb/test_ub_access.py: whole images in place read through the port, and through the
+    port read in place, at the widest UB word of the suite and at the narrowest."""
+    runner, build_dir = tb_run.build("verilator", profile, width, waves=False)
+    result = tb_run.run(runner, build_dir, ["backdoor_matches_port"],
+                        {"MTE_PROFILE": profile}, waves=False, test_module="tb.test_ub_access")
+    assert result.ran == ["backdoor_matches_port"] and not result.failed
+
+
+def test_build_progress_goes_after_the_error_line(tmp_path, capsys, monkeypatch):
+    """`mte run --engine rtl` that builds first: its progress line is on stdout, and
+    stderr's first line starts with the SPEC error code."""
+    from model.cli import main
+    from tb.programs import generate, write_case
+    real_build = tb_run.build
+
+    def building(*args, progress=sys.stderr, **kwargs):
+        print("building (as a cold build says)", file=progress)
+        return real_build(*args, progress=progress, **kwargs)
+
+    monkeypatch.setattr(tb_run, "build", building)
+    line = write_case(generate(0x5EED, ErrorCode.UB_RANGE), tmp_path).split()[1:]
+    assert main(line + ["--engine", "rtl"]) == 1
+    out, err = capsys.readouterr()
+    assert err.startswith("UB_RANGE") and out.startswith("building")

@@ -248,9 +248,9 @@ def main(argv=None):
     env = {"MTE_PROFILE": args.profile, "MTE_BENCH_LATENCIES": ",".join(map(str, latencies)),
            "MTE_BENCH_SWEEP": "1" if args.sweep else "0", "COCOTB_LOG_LEVEL": "WARNING",
            "PYTHONWARNINGS": "ignore::DeprecationWarning"}
-    records = tb_run.run(runner, build_dir, ["bench"], env, waves=False,
-                         log_file=out / "sim.log", test_module="tb.bench.sim")
-    failed = tb_run.failed_tests(build_dir / "results.xml")
+    simulated = tb_run.run(runner, build_dir, ["bench"], env, waves=False,
+                           log_file=out / "sim.log", test_module="tb.bench.sim")
+    records, failed = simulated.records, simulated.failed
     if not records:
         print(f"the simulation reported nothing (see {out / 'sim.log'})")
         return 1
