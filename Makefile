@@ -19,7 +19,7 @@ export SIM WAVES
 
 FUZZ_EXAMPLES ?= 5000
 
-.PHONY: all venv test fuzz sim soak sim-icarus fpga-sim bench-model verilog lint bench fpga fpga-blocks clean
+.PHONY: all venv test fuzz formal sim soak sim-icarus fpga-sim bench-model verilog lint bench fpga fpga-blocks clean
 
 all: test
 
@@ -40,6 +40,12 @@ test: $(STAMP)
 # (about 6 minutes at 5000).
 fuzz: $(STAMP)
 	MTE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VPY) -m pytest -q tests/test_fuzz.py
+
+# Formal proofs of the bus and byte contracts (formal/, SymbiYosys with yices): one line
+# per property group, then each mutation the group must catch, then the total. Traces and
+# logs: $(BUILD)/formal/<group>/. Tens of minutes.
+formal: $(STAMP)
+	$(VPY) -m formal
 
 # UB_ACCESS=port loads and reads UB through the engine's test port instead of in place.
 sim: $(STAMP)

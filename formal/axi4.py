@@ -1,0 +1,150 @@
+"""A reusable AXI4 master property checker, for any master port of `hdl.axi`'s signatures.
+
+What a master must do is asserted; what the slave may do is assumed, and nothing else is:
+  - AR, AW, W: VALID is held until READY, with the payload stable (`stream_rule`);
+  - every burst is INCR, AxSIZE = log2(W), and stays in one 4 KiB page (AxLEN <= 255 is
+    the field's width);
+  - write bursts: the i-th W burst has exactly AWLEN + 1 beats of the i-th AW and WLAST on
+    its last beat only (W may run ahead of AW, as AXI4 allows, by fewer than `ring`
+    bursts), compared in whichever order the two come;
+  - bursts awaiting their last R beat or their B response are at most `max_outstanding`;
+  - no ARVALID, AWVALID or WVALID in the cycle after a reset;
+  - with `one_id`, bursts in flight all have one ID, so a slave answers them in order;
+  - the slave: R beats only while a read burst is outstanding (RLAST free); B only for a
+    burst whose AW and last W beat have both gone; R and B held until taken.
+"""
+
+from amaranth.hdl import Array, Cat, Mux, ResetSignal, Signal
+
+from .props import assume, past, prop, stream_rule
+
+PAGE_BYTES = 4096
+
+
+class _Channel:
+    """A channel of an AXI port seen as a stream: valid, ready and the payload members."""
+    def __init__(self, axi, prefix, members):
+        self.valid = getattr(axi, f"{prefix}valid")
+        self.ready = getattr(axi, f"{prefix}ready")
+        self.payload = Cat(*(getattr(axi, f"{prefix}{name}") for name in members))
+
+
+_ADDRESS = ("id", "addr", "len", "size", "burst", "lock", "cache", "prot", "qos")
+
+
+def _count(m, name, step, width):
+    """Handshakes counted modulo 2^width."""
+    count = Signal(width, name=name)
+    m.d.sync += count.eq(count + step)
+    return count
+
+
+class Axi4MasterChecker:
+    """Adds the AXI4 master properties of `axi` (a master port: AXI4ReadSignature,
+    AXI4WriteSignature or AXI4Signature) to the harness module `m`."""
+
+    def __init__(self, width_bytes, max_outstanding, ring=8, one_id=False):
+        self.width_bytes = width_bytes
+        self.max_outstanding = max_outstanding
+        self.ring = ring                # bursts a counter tells apart (a power of two)
+        # Check that bursts in flight share one ID: the BMC of it is four times slower.
+        self.one_id = one_id
+
+    def add(self, m, axi):
+        members = axi.signature.members
+        after_reset = past(m, ResetSignal(), name="after_reset")
+        if "arvalid" in members:
+            self._address(m, axi, "ar", after_reset)
+            self._read(m, axi)
+        if "awvalid" in members:
+            self._address(m, axi, "aw", after_reset)
+            prop(m, "w_no_valid_after_reset", ~(after_reset & axi.wvalid))
+            self._write(m, axi)
+
+    def _address(self, m, axi, prefix, after_reset):
+        channel = _Channel(axi, prefix, _ADDRESS)
+        stream_rule(m, prop, prefix, channel)
+        addr, length = getattr(axi, f"{prefix}addr"), getattr(axi, f"{prefix}len")
+        valid = channel.valid
+        shift = self.width_bytes.bit_length() - 1
+        offset = addr[:12]
+        end = offset[shift:] + length + 1                   # words to the burst's end
+        prop(m, f"{prefix}_burst_is_incr", ~valid | (getattr(axi, f"{prefix}burst") == 1))
+        prop(m, f"{prefix}_size_is_bus_width", ~valid | (getattr(axi, f"{prefix}size") == shift))
+        prop(m, f"{prefix}_addr_word_aligned", ~valid | (addr[:shift] == 0))
+        prop(m, f"{prefix}_burst_within_4k_page", ~valid | (end <= PAGE_BYTES >> shift))
+        prop(m, f"{prefix}_no_valid_after_reset", ~(after_reset & valid))
+
+    @staticmethod
+    def _one_id(m, prefix, axid, go, any_outstanding):
+        """Bursts of one ID at a time: a slave returns them in order, as assumed here."""
+        last_id = Signal.like(axid, name=f"{prefix}_last_id")
+        with m.If(go):
+            m.d.sync += last_id.eq(axid)
+        prop(m, f"{prefix}_one_id_in_flight", ~(go & any_outstanding) | (axid == last_id))
+
+    def _lengths(self, m, name, write_index, write, data):
+        """A ring of `ring` burst lengths, entry `write_index` loaded on `write`."""
+        ring = Array(Signal(8, name=f"{name}_{i}") for i in range(self.ring))
+        with m.If(write):
+            m.d.sync += ring[write_index].eq(data)
+        return ring
+
+    def _read(self, m, axi):
+        bits = self.ring.bit_length() - 1
+        ar_go = axi.arvalid & axi.arready
+        r_go = axi.rvalid & axi.rready
+        issued = _count(m, "ar_issued", ar_go, bits)
+        finished = _count(m, "r_finished", r_go & axi.rlast, bits)
+        outstanding = (issued - finished)[:bits]
+        stream_rule(m, assume, "r", _Channel(axi, "r", ("id", "data", "resp", "last")))
+        assume(m, "r_only_for_issued_bursts", ~axi.rvalid | (outstanding != 0))
+        prop(m, "ar_outstanding_within_max", outstanding <= self.max_outstanding)
+        if self.one_id:
+            self._one_id(m, "ar", axi.arid, ar_go, outstanding != 0)
+
+    def _write(self, m, axi):
+        bits = self.ring.bit_length() - 1
+        aw_go = axi.awvalid & axi.awready
+        w_go = axi.wvalid & axi.wready
+        b_go = axi.bvalid & axi.bready
+        issued = _count(m, "aw_issued", aw_go, bits)
+        written = _count(m, "w_bursts", w_go & axi.wlast, bits)
+        answered = _count(m, "b_answered", b_go, bits)
+        beat = Signal(8, name="w_beat")
+        with m.If(w_go):
+            m.d.sync += beat.eq(_next_beat(axi.wlast, beat))
+        aw_lengths = self._lengths(m, "aw_len", issued, aw_go, axi.awlen)
+        w_lengths = self._lengths(m, "w_len", written, w_go & axi.wlast, beat)
+        stream_rule(m, prop, "w", _Channel(axi, "w", ("data", "strb", "last")))
+        stream_rule(m, assume, "b", _Channel(axi, "b", ("id", "resp")))
+
+        # Whichever of a burst's AW and W comes second is compared with the first.
+        aw_ahead = (issued - written)[:bits]
+        w_ahead = (written - issued)[:bits]
+        w_known = (aw_ahead != 0) & (aw_ahead < self.ring // 2)
+        expected = aw_lengths[written]
+        prop(m, "w_bursts_ahead_of_aw_bounded", (w_ahead < self.ring // 2) | w_known)
+        prop(m, "w_beats_within_awlen", ~(axi.wvalid & w_known) | (beat <= expected))
+        prop(m, "wlast_on_last_beat_only",
+             ~(axi.wvalid & w_known) | (axi.wlast == (beat == expected)))
+        w_done_first = (w_ahead != 0) & (w_ahead < self.ring // 2)
+        prop(m, "awlen_matches_w_beats_sent",
+             ~(axi.awvalid & w_done_first) | (axi.awlen == w_lengths[issued]))
+        # AW issued with W in progress (or not begun): W may not have passed AWLEN.
+        prop(m, "awlen_covers_w_beats_in_progress",
+             ~(axi.awvalid & (w_ahead == 0)) | (beat <= axi.awlen))
+
+        complete = Signal(bits, name="bursts_complete")      # AW and last W both gone
+        m.d.comb += complete.eq(Mux(w_known | (aw_ahead == 0), written, issued))
+        assume(m, "b_only_for_complete_bursts",
+               ~axi.bvalid | ((complete - answered)[:bits] != 0))
+        outstanding = (issued - answered)[:bits]
+        prop(m, "aw_outstanding_within_max", outstanding <= self.max_outstanding)
+        if self.one_id:
+            self._one_id(m, "aw", axi.awid, aw_go, outstanding != 0)
+
+
+def _next_beat(last, beat):
+    """The next beat number: 0 after a last beat, else one more."""
+    return Mux(last, 0, beat + 1)

@@ -1,0 +1,50 @@
+"""Helpers every harness uses: named properties, past values, stream rules."""
+
+from contextlib import ExitStack
+from unittest import mock
+
+from amaranth.hdl import Assert, Assume, Fragment, Signal, Value
+
+
+def prop(m, name, test):
+    """Asserts `test` on every cycle. `name` is the property's name, written into the
+    RTLIL check cell, so a failing proof reports it."""
+    m.d.comb += Assert(test, name)
+
+
+def assume(m, name, test):
+    m.d.comb += Assume(test, name)
+
+
+def past(m, value, name=None):
+    """`value` as it was on the cycle before (its reset value after a reset)."""
+    value = Value.cast(value)
+    held = Signal.like(value, name=name or "past")
+    m.d.sync += held.eq(value)
+    return held
+
+
+def stalled(m, stream):
+    """High on every cycle after one on which `stream` offered and was not taken."""
+    return past(m, stream.valid & ~stream.ready, name="stalled")
+
+
+def stream_rule(m, check, name, stream):
+    """The stream rules for one side of `stream`: once valid, valid stays high with the
+    payload unchanged until ready. `check` is `prop` for a stream the block drives and
+    `assume` for one its neighbour drives."""
+    was_waiting = stalled(m, stream)
+    payload = Value.cast(stream.payload)
+    before = past(m, payload, name=f"{name}_payload_before")
+    check(m, f"{name}_valid_held_until_ready", ~was_waiting | stream.valid)
+    check(m, f"{name}_payload_stable_until_ready", ~was_waiting | (payload == before))
+
+
+def add_block(m, name, block, mutation=None):
+    """Adds `block` to the harness as submodule `name`, elaborated under `mutation`'s
+    patches (a Mutation, or None for the block as it is)."""
+    with ExitStack() as stack:
+        for target, attribute, replacement in (mutation.patches if mutation else ()):
+            stack.enter_context(mock.patch.object(target, attribute, replacement))
+        m.submodules[name] = Fragment.get(block, None)
+    return block
