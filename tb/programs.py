@@ -16,7 +16,9 @@ concurrently. The model runs a program in order; the RTL runs its pipes at once,
 so whenever a command touches bytes that an earlier command of another pipe wrote or
 reads (or reads bytes it writes), a `set_flag` / `wait_flag` pair orders the two, or now
 and then a `pto.barrier` of every pipe (drawn apart from the program, so that a seed's
-copies and memory do not depend on it).
+copies and memory do not depend on it). The text takes PTOAS's spellings now and then,
+drawn apart from the program in the same way (siN element types, an l2_cache_ctl(...)
+clause, clause keywords heading their types): they never change the commands.
 
 With `error` set to an `ErrorCode`, the program's last command breaks that rule (every
 command before it is legal); with AUTO, the seed decides whether and which. Sources start
@@ -34,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from model.isa import (DTYPE_BY_NAME, DTYPES, EVENT_ID_BITS, GM_ADDR_BITS, OP_BY_MNEMONIC,
-                       PROFILES, UB_LINE, ErrorCode, Pipe, reset_registers)
+                       PROFILES, SIGNED_SPELLINGS, UB_LINE, ErrorCode, Pipe,
+                       reset_registers)
 from model.parser import parse
 from model.rules import align_up
 
@@ -44,6 +47,8 @@ GUARD = 0xAA
 AUTO = "auto"
 ERROR_CLASSES = tuple(code for code in ErrorCode if code != ErrorCode.NONE)
 ERROR_SHARE = 0.15          # share of AUTO cases that end in an error command
+SPELLING_SHARE = 0.3        # share of each PTOAS spelling (si types, clause keywords, ...)
+SIGNED_NAMES = {plain: signed for signed, plain in SIGNED_SPELLINGS.items()}
 PACKED_SHARE = 0.35         # share of multi-row copies without pad that pack their UB rows
 MAX_ROWS = 48               # rows per copy, all loops included
 BARRIER_SHARE = 0.1         # share of orderings written as a barrier of every pipe
@@ -238,9 +243,10 @@ class Copy:
 class _Program:
     """Builds one case: memory layout, statements, registers and synchronisation."""
 
-    def __init__(self, rng, profile, barriers):
+    def __init__(self, rng, profile, barriers, spelling):
         self.rng = rng
         self.barriers = barriers                 # draws which orderings are barriers
+        self.spelling = spelling                 # draws PTOAS's spellings of the same text
         self.profile = PROFILES[profile]
         self.lines = []
         self.bindings = {}
@@ -486,7 +492,13 @@ class _Program:
         second = copy.dtype2 or copy.dtype
         return ([self.pointer(copy.src, copy.dtype, src_space),
                  self.pointer(copy.dst, second, dst_space)],
-                [f"!pto.ptr<{copy.dtype}, {src_space}>", f"!pto.ptr<{second}, {dst_space}>"])
+                [f"!pto.ptr<{self.spelled(copy.dtype)}, {src_space}>",
+                 f"!pto.ptr<{self.spelled(second)}, {dst_space}>"])
+
+    def spelled(self, type_name):
+        """An iN element type, sometimes in MLIR's signed spelling siN (the same type)."""
+        signed = SIGNED_NAMES.get(type_name)
+        return signed if signed and self.spelling.random() < SPELLING_SHARE else type_name
 
     def emit_ub_ub(self, copy):
         ptrs, types = self.pointers(copy)
@@ -542,9 +554,15 @@ class _Program:
             self.statement("copy_ubuf_to_gm", ptrs + fields, types + ["i64"] * 6)
 
     def emit_grouped(self, copy):
+        """Either spelling of each part PTOAS offers, drawn apart from the program: the
+        cache control as operand or l2_cache_ctl(...) clause, the type list flat or with
+        each loop and pad clause's types headed by its keyword."""
         ptrs, types = self.pointers(copy)
         operands, scalars = list(ptrs), list(types)
-        if copy.kind == "gm_ub" or copy.cache_operand:
+        has_cache = copy.kind == "gm_ub" or copy.cache_operand
+        cache_clause = has_cache and self.spelling.random() < SPELLING_SHARE
+        headed = self.spelling.random() < SPELLING_SHARE
+        if has_cache and not cache_clause:
             operands.append(self.integer(copy.cache))
             scalars.append("i64")
         operands.append(self.integer(copy.length))
@@ -552,12 +570,15 @@ class _Program:
         clauses = [("nburst", [self.integer(v) for v in
                                (copy.n, copy.src_stride, copy.dst_stride)])]
         scalars += ["i64"] * 3
+        if cache_clause:
+            clauses.append(("l2_cache_ctl", [self.integer(copy.cache)]))
+            scalars.append("i64")
         for loop in copy.loops:
             clauses.append(("loop", [self.integer(v) for v in loop]))
-            scalars += ["i64"] * 3
+            scalars += ["loop i64" if headed else "i64", "i64", "i64"]
         if copy.kind == "gm_ub" and copy.select:
             value, type_name = copy.pad
-            args, arg_types = [value], [type_name]
+            args, arg_types = [value], [f"pad {type_name}" if headed else type_name]
             if copy.pad_operands == 3:
                 args += [self.integer(copy.left), self.integer(copy.right)]
                 arg_types += ["i64", "i64"]
@@ -994,7 +1015,8 @@ def generate(seed, error=AUTO, profile="a5", copies=None):
         choice = random.Random(f"mte-error:{seed}")
         error = choice.choice(ERROR_CLASSES) if choice.random() < ERROR_SHARE else None
     rng = random.Random(seed)
-    p = _Program(rng, profile, random.Random(f"mte-barrier:{seed}"))
+    p = _Program(rng, profile, random.Random(f"mte-barrier:{seed}"),
+                 random.Random(f"mte-spelling:{seed}"))
     for _ in range(copies if copies is not None else rng.randint(2, 10)):
         p.add_legal()
     if error is not None:

@@ -237,3 +237,21 @@ def test_compare_leaves_out_only_a_bus_errors_destination(seed):
     assert compare(e, final, ub, gm, 0, "bus error") == []
     ub[untouched_ub(e.instrs, e.wrote, len(ub))[0][0]] ^= 0xFF
     assert [m.space for m in compare(e, final, ub, gm, 0, "bus error")] == ["ub"]
+
+
+def test_ptoas_spellings_never_change_the_commands(monkeypatch):
+    """The siN types, the l2_cache_ctl(...) clause and keyword-headed type lists are
+    drawn apart from the program: with them and without them (SPELLING_SHARE 0) a seed
+    gives the same commands, and some programs use each."""
+    from tb import programs
+    seeds = [case_seed(55, index) for index in range(150)]
+    spelled = [generate(seed) for seed in seeds]
+    monkeypatch.setattr(programs, "SPELLING_SHARE", 0)
+    plain = [generate(seed) for seed in seeds]
+    for a, b in zip(spelled, plain):
+        assert [(i.mnemonic, i.values) for i in a.instrs()] == \
+            [(i.mnemonic, i.values) for i in b.instrs()], a.rerun
+    texts = "\n".join(c.text for c in spelled)
+    for spelling in ("!pto.ptr<si", "l2_cache_ctl(", "loop i64", "pad "):
+        assert spelling in texts
+        assert spelling not in "\n".join(c.text for c in plain)
