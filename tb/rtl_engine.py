@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from model import isa
+from model import isa, rules
 from model.assembler import assemble_until_error
 from model.engine import Engine
 from model.errors import MteError
-from model.isa import PROFILES, ErrorCode, Pipe
+from model.isa import COPY_OPCODES, PROFILES, ErrorCode, Pipe
 from model.memory import GlobalMemory
 from tb.scoreboard import copies_with_registers, copy_rows, destination_space
 
@@ -113,7 +113,18 @@ def _pipes_of(instrs):
     return [Pipe(isa.op_pipe(i.op, i.values)) for i in instrs]
 
 
-def _rtl_error(outcome, encoded, assembly_error):
+def _rule_wording(encoded, index, code, profile):
+    """The model's words for the rule the RTL reports at command `index` (the operand or
+    stride that breaks it, and its value, under the registers the commands before it
+    leave), when the model finds that rule there; else None."""
+    if encoded[index].op.opcode not in COPY_OPCODES:
+        return None
+    *_, (copy, regs) = copies_with_registers(encoded[:index + 1])
+    violation = rules.first_violation(copy.op, copy.values, regs, PROFILES[profile])
+    return violation.message if violation.code == code else None
+
+
+def _rtl_error(outcome, encoded, assembly_error, profile):
     """The first error of the run, in command order, as an MteError."""
     found = []
     for name, status in outcome.status.items():
@@ -123,10 +134,12 @@ def _rtl_error(outcome, encoded, assembly_error):
         index, code, address = min(found)
         instr = encoded[index]
         code = ErrorCode(code)
-        where = f" at GM address {address:#x}" if code == ErrorCode.BUS_ERROR else ""
-        return MteError(code, f"reported by the RTL{where}", line=instr.line,
-                        op=instr.mnemonic,
-                        address=address if code == ErrorCode.BUS_ERROR else None)
+        if code == ErrorCode.BUS_ERROR:
+            return MteError(code, f"reported by the RTL at GM address {address:#x}",
+                            line=instr.line, op=instr.mnemonic, address=address)
+        wording = _rule_wording(encoded, index, code, profile)
+        message = f"{wording} (reported by the RTL)" if wording else "reported by the RTL"
+        return MteError(code, message, line=instr.line, op=instr.mnemonic)
     return assembly_error
 
 
@@ -169,7 +182,7 @@ def _job(instrs, profile, gm, ub_preloads):
 def _result(outcome, encoded, assembly_error):
     from model.cli import RunResult
     error = RtlHang(f"the RTL hung: {outcome.hang}") if outcome.hang else \
-        _rtl_error(outcome, encoded, assembly_error)
+        _rtl_error(outcome, encoded, assembly_error, profile)
     images = {base: np.frombuffer(data, dtype=np.uint8) for base, data in outcome.windows.items()}
 
     def read_gm(addr, n):

@@ -378,3 +378,26 @@ def test_run_stops_at_the_first_error():
         engine.run(program)
     assert caught.value.line == 2
     assert engine.regs[Pipe.MTE2]["loop1_count"] == 2 and engine.stats.ops == 1
+
+
+def test_an_rtl_rule_error_is_worded_as_the_model_words_it():
+    """`mte run --engine rtl` reports the RTL's code with the model's words for it, under
+    the registers the commands before it leave; a code the model does not find there
+    keeps the plain wording."""
+    from types import SimpleNamespace
+    from tb.rtl_engine import _rtl_error
+    encoded = [command("set_loop_size_outtoub", loop1_count=2, loop2_count=1),
+               command("set_loop1_stride_outtoub", src_stride=64, dst_stride=48), load()]
+    for line, instr in enumerate(encoded, 1):
+        instr.line = line
+
+    def reported(code):
+        status = {"mte2": {"error": code, "error_index": 2, "error_addr": 0},
+                  "mte3": {"error": 0, "error_index": 0, "error_addr": 0}}
+        return _rtl_error(SimpleNamespace(status=status), encoded, None, "a5")
+
+    error = reported(ErrorCode.UB_MISALIGNED)
+    assert (error.code, error.line, error.op) == (ErrorCode.UB_MISALIGNED, 3, "copy_gm_to_ubuf")
+    assert error.message == ("loop1 dst stride 48 is not a multiple of 32 with loop1 count 2 "
+                             "(reported by the RTL)")
+    assert reported(ErrorCode.UB_RANGE).message == "reported by the RTL"
