@@ -98,6 +98,9 @@ MAX_NESTING = 100
 # A digit run (a literal, %c123_i64, EVENT_ID3, x5) has at most this many digits: every
 # field is 64 bits or narrower, and converting longer runs costs time quadratic in length.
 MAX_DIGITS = 100
+# An evaluated scalar (model/scalar.py) has at most this many bits: its exact arithmetic
+# would otherwise grow without bound (a value squared in a loop).
+MAX_VALUE_BITS = 512
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -770,6 +773,9 @@ class _Parser:
             self.advance()
 
     def scalar_value(self, number, type_name, token):
+        if abs(number).bit_length() > MAX_VALUE_BITS:
+            raise _error(token, f"{token.text}: the result has {abs(number).bit_length()} "
+                                f"bits, more than {MAX_VALUE_BITS}; no field holds over 64")
         return Value(number, ScalarType(type_name, token, type_name))
 
     def tile_op(self, op, name, result):

@@ -562,3 +562,29 @@ def test_a_message_quoting_a_huge_token_is_cut(text):
     err = program_error(text)
     assert (err.line, len(err.message) < 450) == (1, True)
     assert err.message.endswith(" characters)")
+
+
+@pytest.mark.parametrize("op, iterations", [("muli", 40), ("muli", 60_000), ("addi", 1000)])
+def test_scalar_values_that_grow_without_bound_are_refused(op, iterations):
+    from model.parser import MAX_VALUE_BITS
+    start = "%c3" if op == "muli" else "%big"
+    text = ("%big = arith.constant 0x" + "F" * 100 + " : index\n"
+            f"%n = arith.constant {iterations} : index\n"
+            f"%last = scf.for %t = %c0 to %n step %c1 iter_args(%x = {start}) -> (index) {{\n"
+            f"  %y = arith.{op} %x, %x : index\n"
+            "  scf.yield %y : index\n}\n")
+    begin = time.perf_counter()
+    err = program_error(text)
+    assert time.perf_counter() - begin < 1
+    assert (err.line, err.column) == (4, 8)
+    assert f"more than {MAX_VALUE_BITS}" in err.message
+
+
+def test_a_scalar_value_of_the_bound_s_bits_is_kept():
+    from model.parser import MAX_VALUE_BITS
+    (instr,) = parse("%a = arith.constant 0x" + "F" * 100 + " : index\n"
+                     "%b = arith.addi %a, %a : index\n%c = arith.addi %b, %b : index\n"
+                     "%d = arith.addi %c, %c : index\n"
+                     "pto.set_loop_size_outtoub %d, %c1 : i64, i64")
+    assert instr.values["loop1_count"] == (16 ** 100 - 1) * 8
+    assert instr.values["loop1_count"].bit_length() == 403 < MAX_VALUE_BITS
