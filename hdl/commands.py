@@ -15,6 +15,7 @@ from model.isa import (COPY_OPCODES, MAX_COMMAND_WORDS, OP_BY_OPCODE, OPS, REGIS
                        WORD_BITS, Opcode, Pipe)
 
 from .layouts import CMD_INDEX_BITS
+from .tokens import TICKET_BITS
 
 COMMAND_BITS = MAX_COMMAND_WORDS * WORD_BITS
 
@@ -42,11 +43,12 @@ class CommandEntry(data.Struct):
 
 
 class CommandKind(enum.Enum, shape=2):
-    """What a pipe waits on before it takes a command."""
+    """What a pipe waits on before it takes a command. An rls_buf waits as a set_flag
+    does, and a get_buf as a wait_flag, on the token table instead of the flags."""
     IMMEDIATE = 0   # a register write, or a set_flag whose other side is EXTERNAL
     COPY = 1        # the copy checker's `ready`
-    SET_FLAG = 2    # a set_flag for another engine pipe: no copy of this pipe unfinished
-    WAIT_FLAG = 3   # the flag's grant
+    SET_FLAG = 2    # set_flag for another engine pipe, rls_buf: no copy unfinished
+    WAIT_FLAG = 3   # the flag's grant; get_buf: the token's grant
 
 
 def command_kind(m, cmd):
@@ -58,8 +60,10 @@ def command_kind(m, cmd):
         with m.Case(Opcode.SET_FLAG):
             external = op_fields(cmd, Opcode.SET_FLAG).dst_pipe == Pipe.EXTERNAL
             m.d.comb += kind.eq(Mux(external, CommandKind.IMMEDIATE, CommandKind.SET_FLAG))
-        with m.Case(Opcode.WAIT_FLAG):
+        with m.Case(Opcode.WAIT_FLAG, Opcode.GET_BUF):
             m.d.comb += kind.eq(CommandKind.WAIT_FLAG)
+        with m.Case(Opcode.RLS_BUF):
+            m.d.comb += kind.eq(CommandKind.SET_FLAG)
     return kind
 
 
@@ -77,10 +81,12 @@ class PipeCommand(data.Struct):
     """A command as its pipe receives it: the entry, its kind and which register-write op
     it is (`writes`, one bit per REGISTER_WRITE_OPCODES), decoded before it is queued, so
     the pipe's `ready` is a choice by a register and its register file's enables are one
-    gate from registers, not an opcode decode."""
+    gate from registers, not an opcode decode. A get_buf carries its ticket
+    (`tokens.TokenTickets`); other commands leave it unread."""
     entry: CommandEntry
     kind: CommandKind
     writes: len(REGISTER_WRITE_OPCODES)
+    ticket: TICKET_BITS
 
 
 def op_fields(cmd, opcode):

@@ -11,6 +11,7 @@ from .commands import (COMMAND_BITS, Command, CommandEntry, CommandKind, PipeCom
 from .kept_lut import KeptLut, truth_table
 from .layouts import CMD_INDEX_BITS
 from .queue import BypassQueue
+from .tokens import TokenTickets
 
 BAD_OPCODE_BITS = 16
 
@@ -210,6 +211,8 @@ class Dispatcher(wiring.Component):
 
     Each pipe has its own `depth`-entry FIFO, so a pipe that stalls only holds up the
     command stream once its FIFO is full; until then the other pipes keep receiving.
+    A get_buf for an engine pipe is queued with its ticket (`tokens.TokenTickets`), as
+    the dispatcher takes commands in program order.
     Latency: a command reaches an empty pipe's output one cycle after it is accepted
     (BypassQueue). Throughput: one command per cycle.
 
@@ -228,8 +231,15 @@ class Dispatcher(wiring.Component):
         m = Module()
         entry, pipe = self.commands.payload.entry, self.commands.payload.pipe
         queued = Signal(PipeCommand)
+        tickets = m.submodules.tickets = TokenTickets(len(ENGINE_PIPES) * self.depth)
+        get_buf = op_fields(entry.cmd, Opcode.GET_BUF)
         m.d.comb += [queued.entry.eq(entry), queued.kind.eq(self.commands.payload.kind),
-                     queued.writes.eq(register_write_bits(entry.cmd.opcode))]
+                     queued.writes.eq(register_write_bits(entry.cmd.opcode)),
+                     tickets.buf_id.eq(get_buf.buf_id),
+                     tickets.take.eq(self.commands.valid & self.commands.ready
+                                     & (entry.cmd.opcode == Opcode.GET_BUF)
+                                     & (pipe != Pipe.EXTERNAL)),
+                     queued.ticket.eq(tickets.ticket)]
         # A dropped flag is consumed at once; a routed command waits for its pipe's FIFO.
         m.d.comb += self.commands.ready.eq(pipe == Pipe.EXTERNAL)
         decoded = [PipeCommand.as_shape()[name] for name in ("kind", "writes")]

@@ -15,6 +15,7 @@ from .layouts import CMD_INDEX_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion
 from .queue import BypassQueue
 from .regfile import PipeRegisters
 from .register_copy import RegisterCopy
+from .tokens import TokenGetSignature, TokenReleaseSignature
 
 COPY_KIND = {
     Pipe.MTE2: Opcode.COPY_GM_TO_UBUF,
@@ -64,6 +65,7 @@ class PipeController(wiring.Component):
                     in the same order; always accepted
       abort     In  AbortSignature: the datapath cuts a failing copy short (addrgen)
       flag_set  Out FlagSetSignature, flag_wait Out FlagWaitSignature, to EventFlags
+      token_get Out TokenGetSignature, token_rls Out TokenReleaseSignature, to TokenTable
       status    Out StatusSignature
       clear     In  1: clears error, error_index and error_addr
 
@@ -81,6 +83,9 @@ class PipeController(wiring.Component):
                          (it holds the pipe while the flag's counter is full). A flag
                          whose other side is EXTERNAL does nothing.
       wait_flag       -> holds the pipe until EventFlags grants the flag.
+      rls_buf         -> as a set_flag: once no copy is in the checker or in flight, offers
+                         the release until the TokenTable counts it.
+      get_buf         -> holds the pipe until the TokenTable grants the token.
 
     Copies overlap: once the checker has taken a copy, the next command is executed while
     it is checked (the copy's register snapshot is taken as the checker accepts it, so
@@ -108,6 +113,8 @@ class PipeController(wiring.Component):
             "abort": In(AbortSignature()),
             "flag_set": Out(FlagSetSignature()),
             "flag_wait": Out(FlagWaitSignature()),
+            "token_get": Out(TokenGetSignature()),
+            "token_rls": Out(TokenReleaseSignature()),
             "status": Out(StatusSignature()),
             "clear": In(1),
         })
@@ -231,14 +238,22 @@ class PipeController(wiring.Component):
             self.flag_set.event.eq(set_fields.event_id),
             self.flag_wait.pipe.eq(wait_fields.src_pipe),
             self.flag_wait.event.eq(wait_fields.event_id),
+            self.token_get.buf_id.eq(op_fields(cmd, Opcode.GET_BUF).buf_id),
+            self.token_get.ticket.eq(self.cmd.payload.ticket),
+            self.token_rls.buf_id.eq(op_fields(cmd, Opcode.RLS_BUF).buf_id),
         ]
+        # A set_flag and an rls_buf, a wait_flag and a get_buf, share a kind; one answer
+        # of each pair can be high, for the command that asked.
+        counted = self.flag_set.counted | self.token_rls.released
+        granted = self.flag_wait.granted | self.token_get.granted
+        releasing = cmd.opcode == Opcode.RLS_BUF
+        getting = cmd.opcode == Opcode.GET_BUF
         kind = self.cmd.payload.kind
         # `cmd.ready` is one slice, a KeptLut: the dispatcher's queue, far from the pipe,
         # takes it as one net, and ABC cannot spread it over the queue's logic.
         ready = m.submodules.ready = KeptLut(5, truth_table(_ready_by_kind, 5))
         m.d.comb += [
-            ready.a.eq(Cat(kind.as_value(), checker.request.ready, self.flag_set.counted,
-                           self.flag_wait.granted)),
+            ready.a.eq(Cat(kind.as_value(), checker.request.ready, counted, granted)),
             self.cmd.ready.eq(ready.z),
         ]
         with m.Switch(kind):
@@ -247,14 +262,17 @@ class PipeController(wiring.Component):
             with m.Case(CommandKind.SET_FLAG):
                 # Another pipe waits on it: this pipe's writes must be committed first.
                 # The set seen on the cycle it is counted must not be offered again.
+                offer = valid & idle & ~counted
                 m.d.comb += [
-                    self.flag_set.valid.eq(valid & idle & ~self.flag_set.counted),
-                    finished.eq(valid & self.flag_set.counted),
+                    self.flag_set.valid.eq(offer & ~releasing),
+                    self.token_rls.valid.eq(offer & releasing),
+                    finished.eq(valid & counted),
                 ]
             with m.Case(CommandKind.WAIT_FLAG):
                 m.d.comb += [
-                    self.flag_wait.valid.eq(valid),
-                    finished.eq(valid & self.flag_wait.granted),
+                    self.flag_wait.valid.eq(valid & ~getting),
+                    self.token_get.valid.eq(valid & getting),
+                    finished.eq(valid & granted),
                 ]
             with m.Case(CommandKind.IMMEDIATE):
                 # Register writes (which `_registers` sends to the register file) and

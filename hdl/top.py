@@ -13,6 +13,7 @@ from .layouts import BUS_WIDTHS
 from .mte2 import Mte2Datapath
 from .mte3 import Mte3Datapath
 from .pipe import PipeController, StatusSignature
+from .tokens import TokenTable
 from .ub import UbTestSignature, UnifiedBuffer
 from .ubcopy import UbCopyDatapath
 
@@ -60,6 +61,7 @@ class MteDma(wiring.Component):
         intake = m.submodules.intake = CommandIntake(self._routed_words)
         dispatcher = m.submodules.dispatcher = Dispatcher()
         flags = m.submodules.flags = EventFlags()
+        tokens = m.submodules.tokens = TokenTable(ENGINE_PIPES)
         ub = m.submodules.ub = UnifiedBuffer(w, self.profile.ub_size)
         pipes = {pipe: PipeController(pipe, self.profile, w) for pipe in ENGINE_PIPES}
         for pipe, controller in pipes.items():
@@ -75,6 +77,8 @@ class MteDma(wiring.Component):
             wiring.connect(m, getattr(dispatcher, name), controller.cmd)
             wiring.connect(m, controller.flag_set, getattr(flags, f"set_{name}"))
             wiring.connect(m, controller.flag_wait, getattr(flags, f"wait_{name}"))
+            wiring.connect(m, controller.token_get, getattr(tokens, f"get_{name}"))
+            wiring.connect(m, controller.token_rls, getattr(tokens, f"rls_{name}"))
             wiring.connect(m, controller.status, wiring.flipped(getattr(self, _status_port(pipe))))
             m.d.comb += controller.clear.eq(self.clear_errors)
         for pipe, datapath in ((Pipe.MTE2, mte2), (Pipe.MTE3, mte3), (Pipe.V, ubcopy)):

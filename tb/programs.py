@@ -16,7 +16,10 @@ concurrently. The model runs a program in order; the RTL runs its pipes at once,
 so whenever a command touches bytes that an earlier command of another pipe wrote or
 reads (or reads bytes it writes), a `set_flag` / `wait_flag` pair orders the two, or now
 and then a `pto.barrier` of every pipe (drawn apart from the program, so that a seed's
-copies and memory do not depend on it). The text takes PTOAS's spellings now and then,
+copies and memory do not depend on it). In a share of the programs (TOKEN_SHARE, drawn
+apart too) buffer-ID tokens do all of the ordering instead: the earlier pipe releases a
+token (`rls_buf`) that the later one takes (`get_buf`), the earlier pipe first taking it
+from its holder if another pipe holds it. The text takes PTOAS's spellings now and then,
 drawn apart from the program in the same way (siN element types, an l2_cache_ctl(...)
 clause, clause keywords heading their types): they never change the commands.
 
@@ -35,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from model.isa import (DTYPE_BY_NAME, DTYPES, EVENT_ID_BITS, GM_ADDR_BITS, OP_BY_MNEMONIC,
-                       PROFILES, SIGNED_SPELLINGS, UB_LINE, ErrorCode, Pipe,
+from model.isa import (BUF_ID_BITS, DTYPE_BY_NAME, DTYPES, EVENT_ID_BITS, GM_ADDR_BITS,
+                       OP_BY_MNEMONIC, PROFILES, SIGNED_SPELLINGS, UB_LINE, ErrorCode, Pipe,
                        reset_registers)
 from model.parser import parse
 from model.rules import align_up
@@ -50,6 +53,7 @@ ERROR_SHARE = 0.15          # share of AUTO cases that end in an error command
 SPELLING_SHARE = 0.3        # share of each PTOAS spelling (si types, clause keywords, ...)
 SIGNED_NAMES = {plain: signed for signed, plain in SIGNED_SPELLINGS.items()}
 PACKED_SHARE = 0.35         # share of multi-row copies without pad that pack their UB rows
+TOKEN_SHARE = 0.3           # share of programs ordered by buffer-ID tokens alone
 MAX_ROWS = 48               # rows per copy, all loops included
 BARRIER_SHARE = 0.1         # share of orderings written as a barrier of every pipe
 BARRIER_SPELLINGS = ("pto.barrier <PIPE_ALL>", "pto.barrier #pto.pipe<PIPE_ALL>",
@@ -243,7 +247,7 @@ class Copy:
 class _Program:
     """Builds one case: memory layout, statements, registers and synchronisation."""
 
-    def __init__(self, rng, profile, barriers, spelling):
+    def __init__(self, rng, profile, barriers, spelling, by_tokens=False):
         self.rng = rng
         self.barriers = barriers                 # draws which orderings are barriers
         self.spelling = spelling                 # draws PTOAS's spellings of the same text
@@ -257,6 +261,9 @@ class _Program:
         self.issued = {pipe: 0 for pipe in PIPE_TEXT}
         self.known = {b: {a: 0 for a in PIPE_TEXT} for b in PIPE_TEXT}
         self.events = itertools.cycle(range(1 << EVENT_ID_BITS))
+        self.by_tokens = by_tokens
+        self.token_ids = None                   # the two ids a program's tokens use
+        self.holders = {}                       # token id -> the pipe holding it
         self.reads = []                          # (space, start, length) of source bytes
         self.used = {"ub": [0], "gm": []}        # addresses worth reusing, for hazards
         self.windows = self._windows()
@@ -420,10 +427,25 @@ class _Program:
             items = f"{src}, {dst}, EVENT_ID{event}"
         self.lines.append(f"pto.{which}[{items}]")
 
+    def token(self, which, pipe_text, buf_id):
+        rng = self.rng
+        mode = rng.randrange(2)
+        style = rng.randrange(3)
+        if style == 0:
+            self.lines.append(f'pto.{which} "{pipe_text}", {buf_id}, {mode}')
+        elif style == 1:
+            operands = f"{self.integer(buf_id)}, {self.integer(mode)}"
+            self.lines.append(f"pto.{which} #pto.pipe<{pipe_text}>, {operands} : i64, i64")
+        else:
+            self.lines.append(f"{which} <{pipe_text}>, {buf_id}, {mode}")
+
     def sync(self, a, b):
-        """Order every command of pipe a so far before pipe b's next one: a flag pair, or
-        a barrier of every pipe, which orders every pipe's commands so far before every
-        pipe's next ones."""
+        """Order every command of pipe a so far before pipe b's next one: a flag pair, a
+        barrier of every pipe, which orders every pipe's commands so far before every
+        pipe's next ones, or in a program ordered by tokens a token handed on."""
+        if self.by_tokens:
+            self.hand_on(a, b)
+            return
         if self.barriers.random() < BARRIER_SHARE:
             self.lines.append(self.barriers.choice(BARRIER_SPELLINGS))
             for later in PIPE_TEXT:
@@ -432,14 +454,40 @@ class _Program:
         event = next(self.events)
         self.flag("set_flag", PIPE_TEXT[a], PIPE_TEXT[b], event)
         self.flag("wait_flag", PIPE_TEXT[a], PIPE_TEXT[b], event)
+        self.ordered(a, b)
+
+    def hand_on(self, a, b):
+        """The tokens' sync: a releases a token that b takes next, having taken it first
+        from its holder (which orders the holder before a) if a does not hold it."""
+        if self.token_ids is None:
+            self.token_ids = self.rng.sample(range(1 << BUF_ID_BITS), 2)
+        buf_id = self.rng.choice(self.token_ids)
+        holder = self.holders.get(buf_id)
+        if holder != a:
+            if holder is not None:
+                self.token("rls_buf", PIPE_TEXT[holder], buf_id)
+            self.token("get_buf", PIPE_TEXT[a], buf_id)
+            if holder is not None:
+                self.ordered(holder, a)
+        self.token("rls_buf", PIPE_TEXT[a], buf_id)
+        self.token("get_buf", PIPE_TEXT[b], buf_id)
+        self.ordered(a, b)
+        self.holders[buf_id] = b
+
+    def ordered(self, a, b):
+        """Pipe b's next commands follow pipe a's so far, and what those follow."""
         self.known[b][a] = self.issued[a]
         for q in PIPE_TEXT:
             if q not in (a, b):
                 self.known[b][q] = max(self.known[b][q], self.known[a][q])
 
     def noise_flag(self):
-        """A flag with a pipe this engine does not have: it must change nothing."""
+        """A flag or token with a pipe this engine does not have: it must change nothing."""
         rng = self.rng
+        if self.by_tokens:
+            self.token(rng.choice(["get_buf", "rls_buf"]), rng.choice(EXTERNAL_PIPES),
+                       rng.randrange(1 << BUF_ID_BITS))
+            return
         ours, theirs = PIPE_TEXT[rng.choice(list(PIPE_TEXT))], rng.choice(EXTERNAL_PIPES)
         pair = (ours, theirs) if rng.random() < 0.5 else (theirs, ours)
         self.flag(rng.choice(["set_flag", "wait_flag"]), *pair, rng.randrange(1 << EVENT_ID_BITS))
@@ -1015,8 +1063,10 @@ def generate(seed, error=AUTO, profile="a5", copies=None):
         choice = random.Random(f"mte-error:{seed}")
         error = choice.choice(ERROR_CLASSES) if choice.random() < ERROR_SHARE else None
     rng = random.Random(seed)
+    # drawn apart too, so the programs ordered by flags are those the seeds always named
+    by_tokens = random.Random(f"mte-tokens:{seed}").random() < TOKEN_SHARE
     p = _Program(rng, profile, random.Random(f"mte-barrier:{seed}"),
-                 random.Random(f"mte-spelling:{seed}"))
+                 random.Random(f"mte-spelling:{seed}"), by_tokens)
     for _ in range(copies if copies is not None else rng.randint(2, 10)):
         p.add_legal()
     if error is not None:

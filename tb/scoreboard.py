@@ -137,10 +137,12 @@ def _snapshot(engine, commands):
 
 def drain_points(instrs):
     """Command counts after which a run may drain and compare: after each wait_flag
-    between two of the engine's pipes."""
+    between two of the engine's pipes, and each get_buf of one (its token was released
+    earlier in program order, so the engine drains there)."""
     return [i + 1 for i, instr in enumerate(instrs)
-            if instr.op.opcode == Opcode.WAIT_FLAG and runs_on_engine(instr)
-            and instr.values["src_pipe"] != Pipe.EXTERNAL]
+            if runs_on_engine(instr) and (
+                (instr.op.opcode == Opcode.WAIT_FLAG and instr.values["src_pipe"] != Pipe.EXTERNAL)
+                or instr.op.opcode == Opcode.GET_BUF)]
 
 
 def expect(case, drains=False):

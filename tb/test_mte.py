@@ -20,7 +20,7 @@ Each program: GM windows mapped, UB preloaded, random bus behaviour, command wor
 pushed, wait for idle (watchdog), then the whole UB and every GM window compared with the
 model, and every pipe's status checked (completed count, error code, command index, bus
 error address), errors cleared. Some programs also drain and compare at their wait_flag
-points. A test fails if any program differs; every difference is listed.
+and get_buf points. A test fails if any program differs; every difference is listed.
 """
 
 import json

@@ -99,9 +99,10 @@ def command_kind_of(op, values):
     """What a pipe waits on before it takes the command (hdl.commands.CommandKind)."""
     if op.opcode in COPY_OPCODES:
         return CommandKind.COPY
-    if op.opcode == Opcode.WAIT_FLAG:
+    if op.opcode in (Opcode.WAIT_FLAG, Opcode.GET_BUF):
         return CommandKind.WAIT_FLAG
-    if op.opcode == Opcode.SET_FLAG and values["dst_pipe"] != Pipe.EXTERNAL:
+    if op.opcode == Opcode.RLS_BUF or (op.opcode == Opcode.SET_FLAG
+                                       and values["dst_pipe"] != Pipe.EXTERNAL):
         return CommandKind.SET_FLAG
     return CommandKind.IMMEDIATE
 

@@ -9,6 +9,7 @@ from amaranth.lib import wiring
 
 from hdl.commands import command_bits
 from hdl.intake import ENGINE_PIPES, CommandIntake, Dispatcher
+from hdl.tokens import BUF_IDS, TICKET_BITS
 from hdl_helpers import (cell_outputs, command_kind_of, first_word_route, gates_reached,
                          net_loads, register_cells, register_gates, register_sources,
                          register_write_bits_of, run_sim, stream_put, synth_ecp5_module)
@@ -55,8 +56,11 @@ def random_stream(rng, count, bad_share=0.05):
 
 
 def expected_routes(items):
-    """{pipe: [(index, op, values, words)]} and the number of dropped opcodes."""
+    """{pipe: [(index, op, values, words, ticket)]} and the number of dropped opcodes.
+    A get_buf's ticket counts the get_bufs of its id routed before it (mod 2^TICKET_BITS);
+    other commands' is None (unread)."""
     routes = {pipe: [] for pipe in ENGINE_PIPES}
+    issued = [0] * BUF_IDS
     index = bad = 0
     for op, values, words in items:
         if op is None:
@@ -64,7 +68,11 @@ def expected_routes(items):
             continue
         pipe = op_pipe(op, values)
         if pipe != Pipe.EXTERNAL:
-            routes[pipe].append((index, op, values, words))
+            ticket = None
+            if op.opcode == Opcode.GET_BUF:
+                ticket = issued[values["buf_id"]]
+                issued[values["buf_id"]] = (ticket + 1) % (1 << TICKET_BITS)
+            routes[pipe].append((index, op, values, words, ticket))
         index += 1
     return routes, bad
 
@@ -117,8 +125,9 @@ def run_stream(items, stall, rng, depth=8, hold=None, routed=False, gap=0.0):
 def check_routes(routes, got):
     for pipe in ENGINE_PIPES:
         assert len(got[pipe]) == len(routes[pipe])
-        for (index, op, values, words), queued in zip(routes[pipe], got[pipe]):
+        for (index, op, values, words, ticket), queued in zip(routes[pipe], got[pipe]):
             assert queued.kind == command_kind_of(op, values), (op.mnemonic, values)
+            assert ticket is None or queued.ticket == ticket, (index, values)
             assert queued.writes == register_write_bits_of(op), op.mnemonic
             entry = queued.entry
             assert entry.index == index

@@ -383,6 +383,37 @@ def test_pipes_run_together_ordered_by_flags():
     check_program(setup, program)
 
 
+def token(kind, pipe, buf_id, mode=0):
+    return cmd(kind, pipe=pipe, buf_id=buf_id, mode=mode)
+
+
+def test_pipes_run_together_ordered_by_tokens():
+    """Token 0 passes MTE2 -> MTE3 -> MTE2 -> V -> MTE3, and only it orders the copies
+    that share UB bytes: each pipe reaches its get_buf long before its turn (MTE2 its
+    second one before MTE3 has taken the token), so the token must go to the get_buf
+    next in program order, not to the first that asks. Token 31 orders MTE2 before V on
+    its own bytes; tokens of a pipe the engine does not have do nothing."""
+    mte2, mte3, v, external = Pipe.MTE2, Pipe.MTE3, Pipe.V, Pipe.EXTERNAL
+    setup = Setup(seed=8, gm_data={gm(0): pattern(8, 2 * PAGE)})
+    tile = dict(n=4, length=96, src_stride=100, dst_stride=96)
+    out = dict(n=4, length=96, src_stride=96, dst_stride=128)
+
+    def held(pipe, buf_id, *commands):
+        return [token("get_buf", pipe, buf_id), *commands, token("rls_buf", pipe, buf_id)]
+
+    program = number([
+        *held(mte2, 0, gm_to_ub(gm(0), 0x0, **tile)),
+        *held(mte3, 0, ub_to_gm(0x0, gm(3), **out)),
+        *held(mte2, 0, gm_to_ub(gm(1, 33), 0x0, **tile)),
+        *held(mte2, 31, gm_to_ub(gm(0, 400), 0x1000, **tile)),
+        *held(v, 0, ub_to_ub(0x0, 0x2000, 1, 12)),
+        *held(mte3, 0, ub_to_gm(0x2000, gm(4, 7), **out)),
+        *held(v, 31, ub_to_ub(0x1000, 0x3000, 1, 12)),
+        *held(external, 0), token("get_buf", external, 31, mode=1),
+    ])
+    check_program(setup, program)
+
+
 def test_rule_errors_are_reported_and_skipped():
     setup = Setup(seed=6, gm_data={gm(0): pattern(6, PAGE)}, ub_data={0: pattern(7, 0x400)})
     bad_mte2 = gm_to_ub(gm(0), 0x810, 1, 64)                         # UB_MISALIGNED

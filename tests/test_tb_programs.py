@@ -164,6 +164,25 @@ def test_cross_pipe_hazards_are_common():
     assert pairs >= 25
 
 
+def test_some_programs_are_ordered_by_tokens_alone():
+    """A share of the programs orders its cross-pipe hazards with buffer-ID tokens and no
+    flag between two of the engine's pipes (the test above checks that they order every
+    hazard), and their tokens hand on between pipes."""
+    token_cases = 0
+    for seed in SEEDS[:25]:
+        case = generate(seed, None)
+        instrs = parse(case.text, case.bindings)
+        ops = {i.op.opcode for i in instrs}
+        engine_flags = [i for i in instrs if i.op.opcode in (Opcode.SET_FLAG, Opcode.WAIT_FLAG)
+                        and Pipe.EXTERNAL not in (i.values["src_pipe"], i.values["dst_pipe"])]
+        if Opcode.GET_BUF in ops and _hazards(case)[0]:
+            token_cases += 1
+            assert not engine_flags, case.rerun
+            holders = {i.values["pipe"] for i in instrs if i.op.opcode == Opcode.GET_BUF}
+            assert len(holders - {Pipe.EXTERNAL}) > 1, case.rerun
+    assert token_cases >= 3
+
+
 def test_programs_cover_the_features():
     """Across a few dozen programs: both surfaces, padding at every element size, rows
     under 32 bytes, rows crossing a 4 KiB page, unaligned GM, multi-loop copies, packed

@@ -180,3 +180,12 @@ def test_mte_run_exit_status(tmp_path):
     (tmp_path / "wide.pto").write_text('get_buf "PIPE_V", 40, 0')
     wide = mte("run", "wide.pto", cwd=tmp_path)
     assert wide.returncode == 1 and "FIELD_RANGE" in wide.stderr
+
+
+def test_the_c_header_has_the_token_opcodes_and_encoders():
+    from hdl.c_header import c_header
+    header = c_header()
+    for mnemonic, opcode in (("GET_BUF", 13), ("RLS_BUF", 14)):
+        assert f"#define MTE_DMA_OP_{mnemonic} {opcode}u" in header
+        assert f"static inline int mte_dma_{mnemonic.lower()}(" in header
+        assert "uint64_t buf_id" in header.split(f"mte_dma_{mnemonic.lower()}(")[1][:200]
