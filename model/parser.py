@@ -70,10 +70,11 @@ their wait_flags: the engine counts that many per flag.
 Tokens. `get_buf "PIPE_X", %id, %mode [: i64, i64]` / `rls_buf ...` (operands may be
 integer literals). Taken in program order, the get_bufs and rls_bufs of one token id on the
 engine's pipes alternate: a get_buf finds the token free (never taken, or released by the
-rls_buf of its last get_buf), and an rls_buf releases a token its own pipe holds. The
-engine hands a token on in program order, so any other order would hold a pipe at a
-get_buf until a later rls_buf, or forever. Tokens of a pipe the engine does not have are
-dropped and take no part in the rule.
+rls_buf of its last get_buf), and an rls_buf releases a token its own pipe holds; and the
+program releases every token it takes. The engine hands a token on in program order, so
+any other order would hold a pipe at a get_buf until a later rls_buf, or forever, and it
+keeps a token held after a program, for the next program's get_buf to wait on. Tokens
+of a pipe the engine does not have are dropped and take no part in the rule.
 """
 
 import itertools
@@ -408,19 +409,19 @@ def _pipe_name(pipe):
 
 
 def _token_misuse(mnemonic, pipe, buf_id, holder):
-    """Why a get_buf / rls_buf breaks the token rule, or None. `holder`: (pipe, line) of
-    the get_buf that holds the token, or None when it is free."""
+    """Why a get_buf / rls_buf breaks the token rule, or None. `holder`: (pipe, op
+    token) of the get_buf that holds the token, or None when it is free."""
     if mnemonic == "get_buf" and holder is not None:
-        return (f"get_buf {_pipe_name(pipe)} takes token {buf_id}, which {_pipe_name(holder[0])} "
-                f"took at line {holder[1]} and has not released before it in program order: "
-                f"the engine hands a token on in program order, so {_pipe_name(pipe)} would "
-                f"wait for a later rls_buf, or forever")
+        return (f"get_buf {_pipe_name(pipe)} takes token {buf_id}, which "
+                f"{_pipe_name(holder[0])} took at line {holder[1].line} and has not released "
+                f"before it in program order: the engine hands a token on in program order, "
+                f"so {_pipe_name(pipe)} would wait for a later rls_buf, or forever")
     if mnemonic == "rls_buf" and holder is None:
         return (f"rls_buf {_pipe_name(pipe)} releases token {buf_id}, which no get_buf holds "
                 f"at this point in program order")
     if mnemonic == "rls_buf" and holder[0] != pipe:
         return (f"rls_buf {_pipe_name(pipe)} releases token {buf_id}, which "
-                f"{_pipe_name(holder[0])} holds (get_buf at line {holder[1]}): only the "
+                f"{_pipe_name(holder[0])} holds (get_buf at line {holder[1].line}): only the "
                 f"holder releases a token")
     return None
 
@@ -450,7 +451,7 @@ class _Parser:
         self.instrs = []
         self.flag_balance = Counter()   # (src, dst, event): set_flags so far less wait_flags
         self.tile_scope = TileScope(profile)
-        self.token_holders = {}         # buf_id: (pipe, line) of the get_buf holding it
+        self.token_holders = {}         # buf_id: (pipe, op token) of the get_buf holding it
         self.scalar_code = ScalarCode()
         self.skipped = None             # a Counter of skipped compute ops, or None
         self.strict_bindings = strict_bindings
@@ -508,6 +509,7 @@ class _Parser:
 
     def parse_program(self):
         self.parse_items(closed_by_brace=False)
+        self.check_tokens_released()
         unread = [name for name in self.bindings if name not in self.bindings_read]
         if self.strict_bindings and unread:
             raise BindingError(unread[0], f"the program never uses %{unread[0]}")
@@ -1044,9 +1046,20 @@ class _Parser:
         if misuse:
             raise _error(stmt.op, misuse)
         if mnemonic == "get_buf":
-            self.token_holders[buf_id] = (values["pipe"], stmt.op.line)
+            self.token_holders[buf_id] = (values["pipe"], stmt.op)
         else:
             del self.token_holders[buf_id]
+
+    def check_tokens_released(self):
+        """The engine keeps its tokens from one program to the next, so a token a program
+        ends holding would hold the next program's get_buf of it for ever."""
+        if self.token_holders:
+            buf_id, (pipe, op) = min(self.token_holders.items(),
+                                     key=lambda item: (item[1][1].line, item[1][1].column))
+            raise _error(op, f"get_buf {_pipe_name(pipe)} takes token {buf_id}, which no "
+                             f"rls_buf releases: the engine keeps a token held after the "
+                             f"program, and the next program's get_buf of it would wait "
+                             f"forever")
 
     def token(self, stmt):
         """get_buf / rls_buf "PIPE_X", buf_id, mode: integer literals or typed values."""

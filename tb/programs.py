@@ -474,6 +474,15 @@ class _Program:
         self.ordered(a, b)
         self.holders[buf_id] = b
 
+    def release_tokens(self):
+        """Each token's holder releases it: the engine keeps tokens from one program to
+        the next. From here on flags order the program (an error command's: the RTL is
+        given no command after a FIELD_RANGE one, so a token it took would stay held)."""
+        for buf_id, holder in sorted(self.holders.items()):
+            self.token("rls_buf", PIPE_TEXT[holder], buf_id)
+        self.holders.clear()
+        self.by_tokens = False
+
     def ordered(self, a, b):
         """Pipe b's next commands follow pipe a's so far, and what those follow."""
         self.known[b][a] = self.issued[a]
@@ -1069,6 +1078,7 @@ def generate(seed, error=AUTO, profile="a5", copies=None):
                  random.Random(f"mte-spelling:{seed}"), by_tokens)
     for _ in range(copies if copies is not None else rng.randint(2, 10)):
         p.add_legal()
+    p.release_tokens()
     if error is not None:
         ERROR_BUILDERS[ErrorCode(error)](p)
     label = spec(seed) if error is None else spec(seed, error)

@@ -119,24 +119,25 @@ def test_a_released_token_orders_the_next_get_buf_of_its_id():
     assert found(hand_on) == []
     # another id, or the release before the write, orders nothing
     other = [token("get_buf", "MTE2", 1), load(0x1000, 0, 64), token("rls_buf", "MTE2", 1),
-             token("get_buf", "MTE3", 2), store(0, 0x2000, 64)]
+             token("get_buf", "MTE3", 2), store(0, 0x2000, 64), token("rls_buf", "MTE3", 2)]
     assert found(other) == [(RAW, "ub", 2, 5, 0, 64)]
     early = [token("get_buf", "MTE2"), token("rls_buf", "MTE2"), load(0x1000, 0, 64),
-             token("get_buf", "MTE3"), store(0, 0x2000, 64)]
+             token("get_buf", "MTE3"), store(0, 0x2000, 64), token("rls_buf", "MTE3")]
     assert found(early) == [(RAW, "ub", 3, 5, 0, 64)]
     # a chain: MTE2 -> V by a token, V -> MTE3 by a flag
     chain = [token("get_buf", "MTE2"), load(0x1000, 0, 64), token("rls_buf", "MTE2"),
-             token("get_buf", "V"), move(1024, 2048, 1), *sync("V", "MTE3"),
-             store(0, 0x2000, 64)]
+             token("get_buf", "V"), move(1024, 2048, 1), token("rls_buf", "V"),
+             *sync("V", "MTE3"), store(0, 0x2000, 64)]
     assert found(chain) == []
 
 
 def test_tokens_of_a_pipe_the_engine_lacks_order_nothing():
     program = [token("get_buf", "MTE2"), load(0x1000, 0, 64), token("rls_buf", "MTE2"),
-               token("get_buf", "S"), token("get_buf", "MTE3"), store(0, 0x2000, 64)]
+               token("get_buf", "S"), token("get_buf", "MTE3"), store(0, 0x2000, 64),
+               token("rls_buf", "MTE3")]
     assert found(program) == []
     program = [load(0x1000, 0, 64), token("get_buf", "S"), token("rls_buf", "S"),
-               token("get_buf", "MTE3"), store(0, 0x2000, 64)]
+               token("get_buf", "MTE3"), store(0, 0x2000, 64), token("rls_buf", "MTE3")]
     assert found(program) == [(RAW, "ub", 1, 5, 0, 64)]
 
 

@@ -38,11 +38,13 @@ def test_literal_and_typed_operands_and_every_pipe_spelling():
                    "pto.get_buf #pto.pipe<PIPE_V>, %c31_i64, %true : i64, i1\n"
                    "rls_buf <PIPE_V>, %id, %mode : i64, i64 {note}\n"
                    "get_buf PIPE_MTE3, 7, 0\n"
-                   'pto.get_buf "PIPE_S", 7, 0', {"id": 31, "mode": 0})
+                   'pto.get_buf "PIPE_S", 7, 0\n'
+                   "rls_buf PIPE_MTE3, 7, 0", {"id": 31, "mode": 0})
     assert tokens(instrs) == [("get_buf", Pipe.MTE2, 0, 0), ("rls_buf", Pipe.MTE2, 0, 1),
                               ("get_buf", Pipe.V, 31, 1), ("rls_buf", Pipe.V, 31, 0),
-                              ("get_buf", Pipe.MTE3, 7, 0), ("get_buf", Pipe.EXTERNAL, 7, 0)]
-    assert [i.line for i in instrs] == [1, 2, 3, 4, 5, 6]
+                              ("get_buf", Pipe.MTE3, 7, 0), ("get_buf", Pipe.EXTERNAL, 7, 0),
+                              ("rls_buf", Pipe.MTE3, 7, 0)]
+    assert [i.line for i in instrs] == [1, 2, 3, 4, 5, 6, 7]
 
 
 def test_the_command_word_is_the_isa_tables():
@@ -103,17 +105,28 @@ def test_an_rls_buf_releases_a_token_its_pipe_holds():
                               in err.message)
 
 
+def test_a_program_releases_every_token_it_takes():
+    """The engine keeps a token held after the program: the next program's get_buf of it
+    would wait forever. The first get_buf whose token is never released is named."""
+    err = program_error('get_buf "PIPE_MTE2", 1, 0\nget_buf "PIPE_V", 2, 0\n'
+                        '  get_buf "PIPE_MTE3", 3, 0\nrls_buf "PIPE_MTE3", 3, 0\n'
+                        'rls_buf "PIPE_MTE2", 1, 0\nget_buf "PIPE_MTE3", 1, 0')
+    assert (err.line, err.column) == (2, 1)
+    assert ("get_buf PIPE_V takes token 2, which no rls_buf releases: the engine keeps a "
+            "token held after the program" in err.message)
+
+
 def test_accepted_orders():
     """Each id alternates get_buf, rls_buf (its holder's) in program order, handed from
-    pipe to pipe; ids count apart; a program may end holding a token; tokens of a pipe the
-    engine does not have take no part."""
+    pipe to pipe; ids count apart; tokens of a pipe the engine does not have take no
+    part."""
     text = "\n".join([
         'get_buf "PIPE_MTE2", 0, 0', 'get_buf "PIPE_MTE2", 1, 0', 'rls_buf "PIPE_MTE2", 0, 0',
         'get_buf "PIPE_V", 0, 0', 'rls_buf "PIPE_V", 0, 0', 'get_buf "PIPE_MTE3", 0, 0',
         'rls_buf "PIPE_MTE3", 0, 0', 'get_buf "PIPE_MTE2", 0, 0', 'rls_buf "PIPE_MTE2", 1, 0',
         'get_buf "PIPE_S", 5, 0', 'get_buf "PIPE_FIX", 5, 0', 'rls_buf "PIPE_M", 6, 0',
-        'get_buf "PIPE_V", 5, 0'])
-    assert len(parse(text)) == 13
+        'get_buf "PIPE_V", 5, 0', 'rls_buf "PIPE_V", 5, 0', 'rls_buf "PIPE_MTE2", 0, 0'])
+    assert len(parse(text)) == 15
 
 
 # --- the model ----------------------------------------------------------------------------
@@ -149,7 +162,8 @@ def test_the_model_runs_tokens_in_program_order_and_moves_no_byte():
     ("0, 2", "mode = 2 does not fit 1 bits"),
 ])
 def test_an_operand_out_of_its_field_is_field_range(operands, message):
-    instrs = parse(f"{LOAD}\nget_buf PIPE_MTE3, {operands}\n{STORE}")
+    instrs = parse(f"{LOAD}\nget_buf PIPE_MTE3, {operands}\n{STORE}\n"
+                   f"rls_buf PIPE_MTE3, {operands}")
     engine = Engine()
     engine.gm.map(4096, bytes(range(64)))
     engine.gm.map(8192, bytes(128))
@@ -177,7 +191,7 @@ def test_mte_run_exit_status(tmp_path):
     (tmp_path / "order.pto").write_text(HANDED_ON.replace('rls_buf "PIPE_MTE2", 3, 0\n', ""))
     order = mte("run", "order.pto", cwd=tmp_path)
     assert order.returncode == 2 and "order.pto:3:1: get_buf PIPE_MTE3 takes token 3" in order.stderr
-    (tmp_path / "wide.pto").write_text('get_buf "PIPE_V", 40, 0')
+    (tmp_path / "wide.pto").write_text('get_buf "PIPE_V", 40, 0\nrls_buf "PIPE_V", 40, 0')
     wide = mte("run", "wide.pto", cwd=tmp_path)
     assert wide.returncode == 1 and "FIELD_RANGE" in wide.stderr
 
