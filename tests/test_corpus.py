@@ -234,13 +234,30 @@ def f8_rows_a5(m, b):
     ub_to_gm(m, 0x2000, b["out"], 5, 20, 32, 20)
 
 
+def ptoas_double_buffer_tokens(m, b):
+    """Tile i through UB buffer i % 2; the tokens keep each buffer's load after the store
+    of the tile before it there."""
+    for i in range(4):
+        ub = 0x100 * (i % 2)
+        gm_to_ub(m, b["arg0"] + 256 * i, ub, 1, 256, 256, 256)
+        ub_to_gm(m, ub, b["arg1"] + 256 * i, 1, 256, 256, 256)
+
+
+def tokens_typed_relay(m, b):
+    gm_to_ub(m, b["in"], b["a"], 1, 256, 256, 256)
+    ub_to_ub(m, b["a"], b["b"], 4, 1, 1, 0)
+    ub_to_gm(m, b["b"], b["out"], 1, 128, 128, 128)
+    gm_to_ub(m, b["in2"], b["a"], 1, 256, 256, 256)
+
+
 EXPECTED = {f.__name__: f for f in (
     seed_tile_roundtrip, ptoas_weights_copy, grouped_pad_f16, grouped_two_loops,
     ub_to_ub_quoted_flags, sticky_registers, software_loops, ascendc_datacopypad,
     ascendc_a5_packed_rows, ptoas_tile_kernel,
     ptoas_vadd_skip_compute, keyword_type_lists, signed_types, scf_for_tiles,
     block_idx_split, scf_if_tail, iter_args_pingpong, tokens_and_attribute_flags,
-    ascendc_add_custom, ascendc_datacopy_params, register_loops_both_pipes, f8_rows_a5)}
+    ascendc_add_custom, ascendc_datacopy_params, register_loops_both_pipes, f8_rows_a5,
+    ptoas_double_buffer_tokens, tokens_typed_relay)}
 
 
 # --- running them ------------------------------------------------------------------------
