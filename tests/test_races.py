@@ -480,23 +480,30 @@ def test_shake_needs_the_rtl_and_a_count(racy):
 
 # --- on the RTL --------------------------------------------------------------------------
 
-SHAKES = 6
+SHAKES = 3
+# 64 KiB of GM reads (4 KiB, 16 times) that keep MTE2 busy ahead of the racy load
+BUSY = load(0x10000, 0x8000, 128, rows=32, gm_stride=128, ub_stride=128,
+            loops=[(16, 0, 4096)])
 
 
 def test_shaken_rtl_runs_of_a_racy_program_diverge_and_of_its_fix_do_not(racy, capsys,
                                                                         monkeypatch):
-    """The racy program's MTE3 reads UB while MTE2 still fills it: under seeded random GM
-    latency and backpressure some run leaves other GM bytes than the model's. With the
-    flag pair every run leaves the model's bytes."""
+    """MTE3 stores UB while MTE2, still busy with an earlier load, has not filled it: under
+    seeded random GM latency and backpressure the runs leave other GM bytes than the
+    model's. With the flag pair every run leaves the model's bytes."""
     from model.cli import main
     monkeypatch.chdir(racy)
-    args = list(RUN[1:]) + ["--engine", "rtl", "--shake", str(SHAKES)]
-    assert main(["run"] + args) == 1
+    (racy / "slow_racy.pto").write_text("\n".join([BUSY, *RACY]) + "\n")
+    (racy / "slow_fixed.pto").write_text("\n".join([BUSY, RACY[0], *sync("MTE2", "MTE3"),
+                                                    RACY[1]]) + "\n")
+    args = list(RUN[2:]) + ["--engine", "rtl", "--shake", str(SHAKES)]
+    assert main(["run", "slow_racy.pto"] + args) == 1
     out, err = capsys.readouterr()
     assert re.search(r"\n  seeds? [\d, ]+: GM 0x2\w+: model 0x\w+, rtl 0x\w+ \(\d+ bytes "
                      r"differ\)\n", out), out
-    assert err.startswith(RACE_LINE + "\n") and "shaken runs differ from the model" in err
-    assert main(["run", "fixed.pto"] + args[1:]) == 0
+    assert "RACE: read after write on UB [0x0, 0x1000): line 2 copy_gm_to_ubuf" in err
+    assert "shaken runs differ from the model" in err
+    assert main(["run", "slow_fixed.pto"] + args) == 0
     out, err = capsys.readouterr()
     assert f"shake: {SHAKES} runs" in out and "1 distinct final memories" in out, out
     assert f"seeds {', '.join(map(str, range(1, SHAKES + 1)))}: the model's bytes" in out
