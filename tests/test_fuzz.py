@@ -1,5 +1,5 @@
-"""Fuzzing the text and option interfaces: programs drawn from the grammar and then
-damaged, arbitrary bytes, arbitrary option values. Whatever comes in, the parser raises
+"""Fuzzing the text and option interfaces: programs drawn from the grammar (copies,
+grouped forms, tile ops, scalar code) and then damaged, arbitrary bytes, arbitrary option values. Whatever comes in, the parser raises
 ProgramError or gives instructions, the engine MteError or a result, and `mte` exits 0,
 1 or 2 with no other exception.
 
@@ -126,9 +126,32 @@ def tile_statements(draw):
         f"pto.tstore ins(%t : {tile}) outs(%p : {part})"]))
 
 
+SCALAR_OPS = st.sampled_from(["addi", "subi", "muli", "divsi", "remsi", "divui", "remui",
+                              "maxsi", "minui", "index_cast", "cmpi slt,", "select"])
+
+
+@st.composite
+def scalar_statements(draw):
+    """arith ops, scf.for and scf.if regions (their bodies drawn too), scf.yield."""
+    kind = draw(st.sampled_from(["arith", "for", "if", "yield"]))
+    if kind == "arith":
+        op = draw(SCALAR_OPS)
+        operands = ", ".join(draw(lists(SMALL, 1, 3)))
+        to = " to i64" if op == "index_cast" else ""
+        return f"%x = arith.{op} {operands} : index{to}"
+    if kind == "yield":
+        return f"scf.yield {draw(SMALL)} : index"
+    body = "\n".join(draw(lists(st.one_of(legacy_statements(), grouped_statements()), 0, 2)))
+    if kind == "if":
+        return f"scf.if {draw(st.sampled_from(['%true', '%false', '%x']))} {{\n{body}\n}}"
+    carried = draw(st.sampled_from(["", " iter_args(%a = %c0) -> (index)"]))
+    return (f"scf.for %i = {draw(SMALL)} to {draw(SMALL)} step {draw(SMALL)}{carried} "
+            f"{{\n{body}\n{'scf.yield %i : index' if carried else ''}\n}}")
+
+
 def statements():
     return st.one_of(legacy_statements(), grouped_statements(), loose_statements(),
-                     tile_statements())
+                     tile_statements(), scalar_statements())
 
 
 @st.composite

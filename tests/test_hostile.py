@@ -33,6 +33,8 @@ def position(text, index):
 NESTINGS = {
     "module": ("", "module {"),
     "func": ("", "func.func @f() {"),
+    "scf.for": ("", "scf.for %i = %c0 to %c1 step %c1 {\n"),
+    "scf.if": ("", "scf.if %true {\n"),
     "module attributes": ("module attributes ", "{a = "),
     "attribute dictionary": (LOOP_SIZE + " ", "{"),
     "brackets in attributes": (LOOP_SIZE + " {a = ", "["),
@@ -64,7 +66,7 @@ def test_nesting_deeper_than_the_bound_is_refused_at_the_first_bracket_too_deep(
     assert (err.line, err.column) == position(text, too_deep(text))
 
 
-@pytest.mark.parametrize("construct", ["module", "func"])
+@pytest.mark.parametrize("construct", ["module", "func", "scf.for", "scf.if"])
 def test_nesting_up_to_the_bound_parses(construct):
     _, opener = NESTINGS[construct]
     # a func's parentheses close at once, so its level is its brace; the copy's types
