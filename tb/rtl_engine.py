@@ -179,7 +179,7 @@ def _job(instrs, profile, gm, ub_preloads):
     return job, encoded, assembly_error
 
 
-def _result(outcome, encoded, assembly_error):
+def _result(outcome, encoded, assembly_error, profile):
     from model.cli import RunResult
     error = RtlHang(f"the RTL hung: {outcome.hang}") if outcome.hang else \
         _rtl_error(outcome, encoded, assembly_error, profile)
@@ -196,7 +196,7 @@ def _result(outcome, encoded, assembly_error):
 
 def run_on_rtl(instrs, profile, gm, ub_preloads):
     job, encoded, assembly_error = _job(instrs, profile, gm, ub_preloads)
-    return _result(_simulate(job, profile), encoded, assembly_error)
+    return _result(_simulate(job, profile), encoded, assembly_error, profile)
 
 
 def _unspecified(error, instrs):
@@ -307,7 +307,7 @@ def shake_on_rtl(instrs, profile, gm, ub_preloads, runs):
     for seed, outcome in zip(job.shakes, outcomes, strict=True):
         memory = (outcome.ub, tuple(sorted(outcome.windows.items())))
         if memory not in finals:
-            rtl = _result(outcome, encoded, assembly_error)
+            rtl = _result(outcome, encoded, assembly_error, profile)
             finals[memory] = ([], _differences(model, rtl, ran, profile, gm))
         finals[memory][0].append(seed)
     summary = model.summary + [f"shake: {runs} runs under seeded random GM latency and "
