@@ -156,24 +156,6 @@ def test_mte_run_reports_an_rtl_hang(tmp_path, capsys, monkeypatch):
         assert "mte2: busy=1 completed=7" in err and "mte3: busy=0 completed=0" in err
 
 
-def test_a_narrow_bus_runs_long_copies_behind_a_full_queue():
-    """W = 8, the narrowest bus: a copy of this program takes more than the harness's
-    5000-cycle watchdog while the next command waits for the pipe's full queue, which is
-    no hang while the bus moves. With the seed examples (on kirin9030's UB the UB->UB one
-    ends in UB_RANGE) and a few random programs."""
-    runner, build_dir = tb_run.build("verilator", "kirin9030", 8, waves=False)
-    args = tb_run.argument_parser().parse_args(
-        ["--case", "0x6facf821/UB_OVERLAP", "--seed", "8", "--count", "6",
-         "--profile", "kirin9030", "--width", "8"])
-    args.examples = True
-    result = tb_run.run(runner, build_dir, ["regression"], tb_run.environment(args),
-                        waves=False)
-    records = result.records
-    assert not result.failed, "\n".join(_failures(records))
-    assert [r["category"] for r in records].count("example") == 8
-    assert len(records) == 8 + 1 + 6
-
-
 def test_icarus_missing_is_a_usage_error(tmp_path, monkeypatch, capsys):
     """`--sim icarus` with no iverilog on PATH stops before anything is built, and says
     how to install it."""
