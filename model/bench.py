@@ -2,7 +2,8 @@
 
 Prints one row per (direction, total, row size): the model's time for one copy command
 divided by the time numpy's own strided copy takes for the same bytes with the same
-strides (best of several runs each), then the time per command of a small tile copy.
+strides (best of several runs each), then the time per command of a small tile copy, then
+the race check's time on footprints of a million rows and on thousands of copies.
 The machine is shared and noisy, so this reports; it does not fail.
 """
 
@@ -12,7 +13,9 @@ import numpy as np
 
 from .engine import Engine
 from .isa import DTYPE_BY_NAME, OP_BY_MNEMONIC, UB_LINE
+from .parser import parse
 from .program import Instr
+from .races import analyse
 
 KIB, MIB = 1 << 10, 1 << 20
 WINDOW = 128 * KIB          # the UB bytes one pass of a big transfer covers
@@ -103,6 +106,38 @@ def bench_tile_command(count=2000):
     return _best_seconds(many, 5) / count
 
 
+_U8_TYPES = "!pto.ptr<u8, gm>, !pto.ptr<u8, ub>"
+RACE_GOAL_S = 1.0
+
+
+def interleaved_rows(gm_offset):
+    """MTE2 reading 2^20 GM rows of 32 bytes (2048 rows, 512 times) and MTE3 writing 2^20
+    between them, `gm_offset` bytes after them; no flag between."""
+    block = 2048 * 64 + 16
+    return [f"pto.mte_gm_ub %c0, %c0, %c0, %c32 nburst(%c2048, %c64, %c32) "
+            f"loop(%c512, %c{block}, %c0) : {_U8_TYPES}, i64 x8",
+            f"pto.mte_ub_gm %c65536, %c{gm_offset}, %c32 nburst(%c2048, %c32, %c64) "
+            f"loop(%c512, %c0, %c{block}) : !pto.ptr<u8, ub>, !pto.ptr<u8, gm>, i64 x7"]
+
+
+def disjoint_copies(copies):
+    """`copies` one-row MTE2 loads and as many MTE3 stores (software loops), no flag
+    between, no byte shared: every pair is compared and none races."""
+    loops = "loop(%c1, %c0, %c0) loop(%c1, %c0, %c0) " f"loop(%c{copies}, %c32, %c32)"
+    return [f"pto.mte_gm_ub %c1048576, %c0, %c0, %c32 nburst(%c1, %c0, %c0) {loops} "
+            f": {_U8_TYPES}, i64 x14",
+            f"pto.mte_ub_gm %c131072, %c2097152, %c32 nburst(%c1, %c0, %c0) {loops} "
+            ": !pto.ptr<u8, ub>, !pto.ptr<u8, gm>, i64 x13"]
+
+
+def bench_races():
+    """(what, seconds, races found) of the race check on the two programs above."""
+    rows, copies = parse("\n".join(interleaved_rows(32))), parse("\n".join(disjoint_copies(3000)))
+    return [(what, _best_seconds(lambda: analyse(instrs), 3), len(analyse(instrs).races))
+            for what, instrs in (("2^20 interleaved rows a side", rows),
+                                 ("3000 x 3000 unordered one-row copies", copies))]
+
+
 def _size(n):
     return f"{n // MIB} MiB" if n >= MIB else f"{n // KIB} KiB" if n >= KIB else f"{n} B"
 
@@ -130,6 +165,10 @@ def main():
     print(f"copy_gm_to_ubuf, 32x32 f32 tile (32 rows of 128 B), per command: "
           f"{per_command:.1f} us  goal <= {COMMAND_GOAL_US:.0f} us  "
           f"{_verdict(per_command <= COMMAND_GOAL_US)}")
+    print()
+    for what, seconds, races in bench_races():
+        print(f"race check, {what}: {seconds:.2f} s, {races} races  "
+              f"goal <= {RACE_GOAL_S:.0f} s  {_verdict(seconds <= RACE_GOAL_S)}")
 
 
 if __name__ == "__main__":

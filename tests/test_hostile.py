@@ -4,7 +4,6 @@ exception of another kind, a hang or a huge allocation. Each class is a generate
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -202,10 +201,9 @@ def test_a_type_repeat_beyond_the_text_is_refused_before_it_is_built(count):
 
 
 def test_the_error_comes_as_soon_as_the_bad_token_is_read():
-    text = LOOP_SIZE + "\n\n\n%% bad\n" + "set_flag [ ] , : " * 300_000   # 5 MB
-    start = time.perf_counter()
+    # the 5 MB tail ends in a character no token may hold: read ahead, it would be the error
+    text = LOOP_SIZE + "\n\n\n%% bad\n" + "set_flag [ ] , : " * 300_000 + "\u0663"
     err = program_error(text)
-    assert time.perf_counter() - start < 0.5
     assert (err.line, err.column) == (4, 1)
 
 
@@ -441,9 +439,13 @@ def test_the_time_of_a_copy_depends_on_its_rows_not_on_how_gm_is_mapped(windows)
     for base, length in windows:
         gm.map(base, data[base - 0x1000:base - 0x1000 + length])
     engine = Engine("a5", gm)
-    start = time.perf_counter()
+    nests = []
+    run_nest = engine._run_nest
+    engine._run_nest = lambda t, nest: (nests.append(nest.rows), run_nest(t, nest))
     engine.run(straddling_load((1 << 21) - 1, 0))
-    assert time.perf_counter() - start < 2          # the split path took over 60 s
+    # the rows loop2 rewrites are skipped: a handful of nests, where the split path
+    # halved its way down to each of the 2^21 rows
+    assert len(nests) <= 8 and sum(nests) <= 8 + (1 << 21), nests
     expected = bytes(64) + data[0x7E0:0x820]
     assert engine.ub[:128].tobytes() == expected[64:] + bytes(64)
     assert not engine.ub[64:].any()
@@ -575,9 +577,7 @@ def test_scalar_values_that_grow_without_bound_are_refused(op, iterations):
             f"%last = scf.for %t = %c0 to %n step %c1 iter_args(%x = {start}) -> (index) {{\n"
             f"  %y = arith.{op} %x, %x : index\n"
             "  scf.yield %y : index\n}\n")
-    begin = time.perf_counter()
     err = program_error(text)
-    assert time.perf_counter() - begin < 1
     assert (err.line, err.column) == (4, 8)
     assert f"more than {MAX_VALUE_BITS}" in err.message
 
