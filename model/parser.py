@@ -82,9 +82,9 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from .errors import BindingError, ProgramError
+from .floats import FLOAT_FORMATS, decode_float, encode_float
 from .isa import (DTYPE_BY_NAME, EVENT_ID_BITS, EXTERNAL_PIPE_NAMES, FLAG_DEPTH,
                   OP_BY_MNEMONIC, PIPE_NAMES, PROFILES, DEFAULT_PROFILE, DType, ErrorCode,
                   Pipe)
@@ -126,12 +126,6 @@ _EVENT = re.compile(r"EVENT_ID(\d+)", re.ASCII)
 _LONG_DIGITS = re.compile(r"[0-9]{%d}" % (MAX_DIGITS + 1))
 _OPENING, _CLOSING = "{([<", "})]>"
 _WORDS = ("value", "symbol", "number", "dialect_type", "attribute", "ident")
-
-# name -> (exponent bits, mantissa bits, finite only: no infinities, NaN = all ones)
-_FLOAT_FORMATS = {
-    "f16": (5, 10, False), "bf16": (8, 7, False), "f32": (8, 23, False),
-    "f64": (11, 52, False), "f8e4m3": (4, 3, True), "f8e5m2": (5, 2, False),
-}
 
 _GROUPED = ("mte_gm_ub", "mte_ub_gm", "mte_ub_ub")
 _LOOP_CLAUSES = ("loop", "loop1", "loop2")
@@ -285,51 +279,6 @@ def parse(text, bindings=None, profile=DEFAULT_PROFILE, *, strict_bindings=False
     return parser.parse_program()
 
 
-# --- float bit patterns -------------------------------------------------------------
-
-def encode_float(x, fmt):
-    """Bit pattern of x rounded to nearest-even in `fmt`, or None if it does not fit."""
-    exp_bits, man_bits, finite_only = fmt
-    bias = (1 << (exp_bits - 1)) - 1
-    top = (1 << exp_bits) - 1
-    sign = int(math.copysign(1.0, x) < 0) << (exp_bits + man_bits)
-    if math.isnan(x):
-        quiet = (1 << man_bits) - 1 if finite_only else 1 << (man_bits - 1)
-        return sign | top << man_bits | quiet
-    if math.isinf(x):
-        return None if finite_only else sign | top << man_bits
-    if x == 0:
-        return sign
-    exponent = max(math.frexp(abs(x))[1] - 1, 1 - bias)
-    significand = round(Fraction(abs(x)) / Fraction(2) ** (exponent - man_bits))
-    if significand >> (man_bits + 1):        # rounding carried into the next binade
-        exponent, significand = exponent + 1, significand >> 1
-    if significand >> man_bits:
-        biased, mantissa = exponent + bias, significand - (1 << man_bits)
-    else:
-        biased, mantissa = 0, significand    # subnormal
-    all_ones = (1 << man_bits) - 1
-    if biased > (top if finite_only else top - 1) or (
-            finite_only and biased == top and mantissa == all_ones):
-        return None
-    return sign | biased << man_bits | mantissa
-
-
-def decode_float(bits, fmt):
-    exp_bits, man_bits, finite_only = fmt
-    bias = (1 << (exp_bits - 1)) - 1
-    top = (1 << exp_bits) - 1
-    sign = -1.0 if bits >> (exp_bits + man_bits) & 1 else 1.0
-    biased, mantissa = bits >> man_bits & top, bits & ((1 << man_bits) - 1)
-    if biased == top and not finite_only:
-        return sign * math.inf if mantissa == 0 else math.nan
-    if biased == top and mantissa == (1 << man_bits) - 1:
-        return math.nan
-    if biased == 0:
-        return sign * math.ldexp(mantissa, 1 - bias - man_bits)
-    return sign * math.ldexp((1 << man_bits) | mantissa, biased - bias - man_bits)
-
-
 def _integer_range(dtype):
     width = dtype.size * 8
     low = -(1 << (width - 1)) if dtype.name.startswith("i") else 0
@@ -346,9 +295,9 @@ def pad_pattern(value, dtype, token):
     if own_type == "hifloat8":
         raise _error(token, f"a hifloat8 constant cannot be converted to {dtype.name}")
     misfit = (ErrorCode.FIELD_RANGE, f"pad value {value.number} does not fit {dtype.name}")
-    if dtype.name in _FLOAT_FORMATS:
+    if dtype.name in FLOAT_FORMATS:
         try:
-            bits = encode_float(float(value.number), _FLOAT_FORMATS[dtype.name])
+            bits = encode_float(float(value.number), FLOAT_FORMATS[dtype.name])
         except OverflowError:               # an integer beyond every float's range
             bits = None
         return (0, misfit) if bits is None else (bits, None)
@@ -883,8 +832,8 @@ class _Parser:
             raise _error(declared.token, f"a constant cannot have type {declared.text}")
         text = literal.text
         is_hex = text.lstrip("-").startswith("0x")
-        if declared.name in _FLOAT_FORMATS:
-            fmt = _FLOAT_FORMATS[declared.name]
+        if declared.name in FLOAT_FORMATS:
+            fmt = FLOAT_FORMATS[declared.name]
             bits = int(text, 16) if is_hex else encode_float(self.finite(literal), fmt)
             if bits is None or not 0 <= bits < 1 << (1 + fmt[0] + fmt[1]):
                 raise _error(literal, f"{text} does not fit {declared.name}")

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from .errors import ProgramError
+from .floats import FLOAT_FORMATS, encode_float
 from .isa import DTYPE_BY_NAME, UB_LINE, ErrorCode
 
 TILE_OPS = ("tassign", "alloc_tile", "make_tensor_view", "partition_view", "tload", "tprefetch", "tstore")
@@ -198,13 +199,12 @@ def view_dtype(typ):
 def pad_bits(tile, token):
     """pad_val of the tile's PadValue: zero, or the element type's largest / lowest
     value (infinities where the format has them), as pto-isa's GetPadValue."""
-    from .parser import _FLOAT_FORMATS, encode_float
     dtype, name = tile.dtype, PAD_NAMES[tile.pad]
     if name == "zero":
         return 0
     sign = 1 if name == "max" else -1
-    if dtype.name in _FLOAT_FORMATS:
-        fmt = _FLOAT_FORMATS[dtype.name]
+    if dtype.name in FLOAT_FORMATS:
+        fmt = FLOAT_FORMATS[dtype.name]
         exp_bits, man_bits, finite_only = fmt
         if not finite_only:
             return encode_float(sign * math.inf, fmt)

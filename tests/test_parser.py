@@ -11,7 +11,8 @@ from model import seeds
 from model.assembler import assemble, disassemble
 from model.errors import ProgramError
 from model.isa import DTYPE_BY_NAME, FLAG_DEPTH, ErrorCode, Opcode, Pipe
-from model.parser import MAX_SOFTWARE_COPIES, decode_float, encode_float, parse
+from model.floats import decode_float, encode_float
+from model.parser import MAX_SOFTWARE_COPIES, parse
 
 F16, F32, I16, I8 = (DTYPE_BY_NAME[n].code for n in ("f16", "f32", "i16", "i8"))
 SEED_DIR = Path(__file__).resolve().parents[1] / "docs" / "spec" / "seeds"
