@@ -257,7 +257,7 @@ def test_header_command_writes_the_c_header(work):
 
 
 def test_asm_hex_reads_with_readmemh(work):
-    """The README says Verilog's $readmemh reads the hex format, comments and all."""
+    """docs/cli.md says Verilog's $readmemh reads the hex format, comments and all."""
     assert mte("asm", "load.pto", *LOAD_BINDINGS, "-o", "load.hex", cwd=work).returncode == 0
     count = len(load_words())
     (work / "read.v").write_text(
