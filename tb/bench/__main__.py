@@ -1,8 +1,9 @@
 """`python -m tb.bench` (`make bench`): copy efficiency of the RTL engine under Verilator.
 
 Builds the generated Verilog with `--max-outstanding N` (default 64) in
-sim_build/bench/n<N>/ (tb/run.py's flow), runs the shape suite and the row-size sweep
-(tb/bench/suite.py) at each GM latency in one simulation (tb/bench/sim.py), and writes
+sim_build/bench/n<N>/ (tb/run.py's flow), runs the shape suite, the row-size sweep and
+the streams (tb/bench/suite.py) at each GM latency in one simulation (tb/bench/sim.py),
+and writes
 bench.txt (the table printed here), bench.json (every raw number) and efficiency.png to
 sim_build/bench/ (for another N, to sim_build/bench/n<N>/). Exits 1 if any program's memories
 differ from the golden model's or the simulation fails; a MISS of the efficiency goal is
@@ -28,6 +29,10 @@ LATENCIES = (32, 200)
 # cover L = 200 (about (L + 4) / 4 + 1). `make verilog`, `make sim` and the FPGA keep 8.
 MAX_OUTSTANDING = 64
 SHAPE_GOAL, MEAN_GOAL = 0.90, 0.95
+# Streams: bytes per cycle, as shares of W, that a stream of copies of a size should reach
+# (at every latency); CONCURRENT_GOAL for both directions at once, aggregate.
+STREAM_GOALS = {64: 0.9, 32: 0.8}
+CONCURRENT_GOALS = {4096: 1.9}
 
 HEADER = """\
 MTE DMA copy efficiency: the RTL (Verilator), profile {profile}, W = {width} bytes,
@@ -64,6 +69,50 @@ class Result:
     @property
     def throughput(self):
         return self.size / self.cycles if self.cycles else 0.0
+
+
+@dataclass
+class Stream:
+    """A measured stream: `copies` one-row copies of `size` bytes back to back, on one
+    pipe or interleaved on two (`direction` "GM->UB+UB->GM").
+
+    cycles: from the first copy's acceptance to the last completion. steady: from a
+    pipe's first completion to its last, the longer of the two pipes'. bytes_per_cycle,
+    the stream's rate once it flows, with no start-up latency in it: the bytes of every
+    copy but each pipe's first, over `steady`."""
+    direction: str
+    latency: int
+    size: int
+    copies: int
+    cycles: int
+    steady: int
+
+    @property
+    def pipes(self):
+        return self.direction.count("+") + 1
+
+    @property
+    def bytes_per_cycle(self):
+        return (self.copies - self.pipes) * self.size / self.steady if self.steady else 0.0
+
+    @property
+    def total_bytes_per_cycle(self):
+        """With the start-up: every byte over `cycles`."""
+        return self.copies * self.size / self.cycles if self.cycles else 0.0
+
+    def goal(self):
+        """The goal in bytes per cycle, or None."""
+        goals = CONCURRENT_GOALS if "+" in self.direction else STREAM_GOALS
+        return goals[self.size] * WIDTH if self.size in goals else None
+
+    def as_dict(self):
+        return dict(vars(self), bytes_per_cycle=self.bytes_per_cycle,
+                    total_bytes_per_cycle=self.total_bytes_per_cycle)
+
+
+def evaluate_streams(records):
+    return [Stream(r["direction"], r["latency"], r["size"], r["copies"], r["cycles"],
+                   r["steady"]) for r in records]
 
 
 def evaluate(records, cases):
@@ -162,7 +211,7 @@ def sweep_table(curves, peaks):
     return lines
 
 
-def report(shapes, curves, peaks, profile, latencies, max_outstanding):
+def report(shapes, curves, peaks, profile, latencies, max_outstanding, streams=()):
     lines = [HEADER.format(profile=profile, width=WIDTH, max_outstanding=max_outstanding,
                            shape_goal=SHAPE_GOAL, mean_goal=MEAN_GOAL), ""]
     lines += shape_table(shapes, latencies)
@@ -177,15 +226,54 @@ def report(shapes, curves, peaks, profile, latencies, max_outstanding):
                   "and where the curve crosses peak / 2, interpolated linearly in log2(size) "
                   "between the sweep points around it.", ""]
         lines += sweep_table(curves, peaks)
+    if streams:
+        lines += ["", f"Streams: {suite.STREAM_COPIES} back-to-back one-row copies per "
+                  "direction on one pipe (both: interleaved, one of each in turn).",
+                  "steady: bytes per cycle once the stream flows, every copy but each "
+                  "pipe's first over the cycles from a pipe's",
+                  "first completion to its last (both: aggregate, over the longer pipe's); "
+                  "total: every byte over cycles, from the",
+                  "first copy's acceptance to the last completion. " + stream_goals_text(),
+                  ""]
+        lines += stream_table(streams)
     return "\n".join(lines)
 
 
-def plot(shapes, curves, peaks, latencies, path):
+def stream_table(streams):
+    """Bytes per cycle of each stream by size, a column per (direction, latency)."""
+    keys = list(dict.fromkeys((s.direction, s.latency) for s in streams))
+    by_key = {(s.direction, s.latency, s.size): s for s in streams}
+    sizes = sorted({s.size for s in streams})
+    head = f"{'row bytes':>9}" + "".join(f" | {way + ' L=' + str(lat):^25}"
+                                        for way, lat in keys)
+    sub = f"{'':>9}" + f" | {'steady':>7} {'':4} {'total':>6} {'cycles':>6}" * len(keys)
+    lines = [head, sub, "-" * len(head)]
+    for size in sizes:
+        line = f"{size:>9}"
+        for way, lat in keys:
+            s = by_key[(way, lat, size)]
+            goal = s.goal()
+            mark = "" if goal is None else verdict(s.bytes_per_cycle >= goal)
+            line += (f" | {s.bytes_per_cycle:7.2f} {mark:4} {s.total_bytes_per_cycle:6.2f} "
+                     f"{s.cycles:6}")
+        lines.append(line)
+    return lines
+
+
+def stream_goals_text():
+    singles = ", ".join(f">= {share} W for {size} B copies"
+                        for size, share in STREAM_GOALS.items())
+    both = ", ".join(f">= {share} W aggregate on {size} B copies"
+                     for size, share in CONCURRENT_GOALS.items())
+    return f"Goals (steady): {singles}; both directions at once {both}."
+
+
+def plot(shapes, curves, peaks, latencies, streams, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (bars, curve) = plt.subplots(2, 1, figsize=(13, 11))
+    fig, (bars, curve, stream_axes) = plt.subplots(3, 1, figsize=(13, 16))
     names = list(dict.fromkeys(r.name for r in shapes))
     width = 0.8 / len(latencies)
     for i, lat in enumerate(latencies):
@@ -216,9 +304,32 @@ def plot(shapes, curves, peaks, latencies, path):
     curve.set_ylabel("bytes / cycle")
     curve.set_title("Row-size sweep (x: half-peak size K, interpolated)")
     curve.legend(fontsize=8, ncol=2)
+    plot_streams(stream_axes, streams, latencies)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_streams(axes, streams, latencies):
+    """Bytes per cycle of the streams against their copies' size."""
+    if not streams:
+        axes.set_axis_off()          # --no-streams
+        return
+    styles = {lat: ("-", "--", ":", "-.")[i % 4] for i, lat in enumerate(latencies)}
+    keys = list(dict.fromkeys((s.direction, s.latency) for s in streams))
+    colors = {way: f"C{i}" for i, way in enumerate(dict.fromkeys(k[0] for k in keys))}
+    for way, lat in keys:
+        points = sorted((s.size, s.bytes_per_cycle) for s in streams
+                        if (s.direction, s.latency) == (way, lat))
+        axes.plot(*zip(*points), marker="o", markersize=3, color=colors[way],
+                  linestyle=styles[lat], label=f"{way} L = {lat}")
+    for share in (1, 2):
+        axes.axhline(share * WIDTH, color="gray", linestyle=":")
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel(f"bytes per copy (one row each, {suite.STREAM_COPIES} copies per direction)")
+    axes.set_ylabel("bytes / cycle (aggregate)")
+    axes.set_title(f"Streams of back-to-back copies (gray: W = {WIDTH} and 2 W B/cycle)")
+    axes.legend(fontsize=8, ncol=2)
 
 
 def argument_parser():
@@ -230,7 +341,9 @@ def argument_parser():
     parser.add_argument("--max-outstanding", type=int, default=MAX_OUTSTANDING,
                         help=f"AXI bursts in flight per direction (default {MAX_OUTSTANDING})")
     parser.add_argument("--no-sweep", dest="sweep", action="store_false",
-                        help="the shape suite only")
+                        help="no row-size sweep")
+    parser.add_argument("--no-streams", dest="streams", action="store_false",
+                        help="no streams")
     return parser
 
 
@@ -246,7 +359,8 @@ def main(argv=None):
         "verilator", args.profile, WIDTH, waves=False, root=build_root,
         gen_args=["--max-outstanding", str(args.max_outstanding)])
     env = {"MTE_PROFILE": args.profile, "MTE_BENCH_LATENCIES": ",".join(map(str, latencies)),
-           "MTE_BENCH_SWEEP": "1" if args.sweep else "0", "COCOTB_LOG_LEVEL": "WARNING",
+           "MTE_BENCH_SWEEP": "1" if args.sweep else "0",
+           "MTE_BENCH_STREAMS": "1" if args.streams else "0", "COCOTB_LOG_LEVEL": "WARNING",
            "PYTHONWARNINGS": "ignore::DeprecationWarning"}
     simulated = tb_run.run(runner, build_dir, ["bench"], env, waves=False,
                            log_file=out / "sim.log", test_module="tb.bench.sim")
@@ -255,11 +369,16 @@ def main(argv=None):
         print(f"the simulation reported nothing (see {out / 'sim.log'})")
         return 1
     cases = {c.name: c for c in suite.shapes(args.profile) + suite.sweep(args.profile)}
-    results = evaluate(records, cases)
+    kinds = {c.name: c.kind for c in suite.streams(args.profile)}
+    results = evaluate([r for r in records if r["name"] in cases], cases)
+    streams = evaluate_streams([r for r in records if kinds.get(r["name"]) == "stream"])
+    concurrent = evaluate_streams([r for r in records
+                                   if kinds.get(r["name"]) == "concurrent"])
     shapes = [r for r in results if not r.size]
     curves = sweep_curves([r for r in results if r.size])
     peaks = half_peaks(curves)
-    text = report(shapes, curves, peaks, args.profile, latencies, args.max_outstanding)
+    text = report(shapes, curves, peaks, args.profile, latencies, args.max_outstanding,
+                  streams + concurrent)
     print(text)
     (out / "bench.txt").write_text(text + "\n")
     raw = {"profile": args.profile, "width": WIDTH, "max_outstanding": args.max_outstanding,
@@ -267,11 +386,14 @@ def main(argv=None):
            "goals": {"shape": SHAPE_GOAL, "mean": MEAN_GOAL},
            "means": {str(lat): mean_efficiency(shapes, lat) for lat in latencies},
            "results": [dict(vars(r), efficiency=r.efficiency) for r in results],
-           "half_peak": peaks}
+           "half_peak": peaks,
+           "stream_goals": {"single": STREAM_GOALS, "concurrent": CONCURRENT_GOALS},
+           "streams": [s.as_dict() for s in streams],
+           "concurrent": [s.as_dict() for s in concurrent]}
     (out / "bench.json").write_text(json.dumps(raw, indent=1) + "\n")
     if curves:
-        plot(shapes, curves, peaks, latencies, out / "efficiency.png")
-    mismatches = [f for r in results for f in r.failures]
+        plot(shapes, curves, peaks, latencies, streams + concurrent, out / "efficiency.png")
+    mismatches = [f for r in records for f in r["failures"]]
     for failure in mismatches:
         print(f"MISMATCH {failure}")
     print(f"outputs: {out / 'bench.txt'}, {out / 'bench.json'}, {out / 'efficiency.png'}; "

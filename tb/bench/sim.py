@@ -4,13 +4,15 @@ tb/bench/__main__.py starts the simulator with:
   MTE_PROFILE          profile the Verilog was generated for
   MTE_BENCH_LATENCIES  comma-separated GM latencies in cycles, each run over every program
   MTE_BENCH_SWEEP      1: the row-size sweep too
+  MTE_BENCH_STREAMS    1: the streams too
   MTE_REPORT           file to append one JSON line per (program, latency) to
 
 Per program: GM windows mapped, UB preloaded, a pipelined GM of fixed latency with no
-backpressure, the register set-up pushed and drained, then the copy's command words
-pushed. Its cycles run from the edge that takes its last word to the edge after which its
-pipe's completed count has gone up. Then the whole UB and every GM window are compared
-with the model, and no pipe may report an error.
+backpressure, the register set-up pushed and drained, then the timed copies' command
+words pushed back to back. Their cycles run from the edge that takes the first copy's
+last word to the edge after which the last of them has counted in its pipe's completed
+count. Then the whole UB and every GM window are compared with the model, and no pipe
+may report an error.
 """
 
 import json
@@ -51,7 +53,9 @@ class Record:
     direction: str
     latency: int
     size: int
+    copies: int = 1
     cycles: int = 0
+    steady: int = 0          # each pipe's first completion to its last, the longest
     bus: BusTimes = field(default_factory=BusTimes)
     failures: list = field(default_factory=list)
 
@@ -79,20 +83,25 @@ async def watch_bus(h, pipe, times, stop):
             times.last_data = h.cycle
 
 
-async def time_copy(h, words, pipe):
-    """Push one copy command and wait for it: (its cycles from acceptance to completion,
-    its BusTimes from acceptance)."""
+async def time_copies(h, words, command_words, pipes):
+    """Push copy commands back to back (`pipes`: each one's pipe) and wait for them: (the
+    cycles from the first one's acceptance to the last completion, the longest span from
+    a pipe's first completion to its last, the BusTimes of the first one's pipe from that
+    acceptance)."""
     completions, accepted, times, stop = [], [], BusTimes(), Event()
     tracer = cocotb.start_soon(h.completion_trace(completions, stop))
-    watcher = cocotb.start_soon(watch_bus(h, pipe, times, stop))
-    await h.push(words, [len(words)], accepted)
+    watcher = cocotb.start_soon(watch_bus(h, pipes[0], times, stop))
+    await h.push(words, command_words, accepted)
     await h.wait_idle()
     stop.set()
     await tracer
     await watcher
-    done = [cycle for cycle, p in completions if p == pipe]
-    assert len(done) == 1, f"{len(done)} completions of one copy"
-    return done[0] - accepted[0], times.since(accepted[0])
+    assert len(completions) == len(pipes), \
+        f"{len(completions)} completions of {len(pipes)} copies"
+    assert sorted(p for _, p in completions) == sorted(pipes), "completions on other pipes"
+    steady = max(max(c for c, p in completions if p == pipe)
+                 - min(c for c, p in completions if p == pipe) for pipe in set(pipes))
+    return completions[-1][0] - accepted[0], steady, times.since(accepted[0])
 
 
 async def measure(h, bench, latency):
@@ -100,17 +109,19 @@ async def measure(h, bench, latency):
     case = bench.case
     expectation = expect(case)
     assert expectation.error is None, f"{case.name}: {expectation.error}"
-    record = Record(case.name, bench.direction, latency, bench.size)
+    record = Record(case.name, bench.direction, latency, bench.size, bench.timed)
     h.map_gm(case.gm)
     await h.write_ub(case.ub)
     h.fixed_latency(latency)
-    split = sum(expectation.command_words[:-1])
+    setup = expectation.command_words[:-bench.timed]
+    split = sum(setup)
     await h.push(*RESET_REGISTERS)
-    await h.push(expectation.words[:split], expectation.command_words[:-1])
+    await h.push(expectation.words[:split], setup)
     await h.wait_idle()
-    pipe = Pipe(expectation.instrs[-1].op.pipe)
+    pipes = [Pipe(instr.op.pipe) for instr in expectation.instrs[-bench.timed:]]
     try:
-        record.cycles, record.bus = await time_copy(h, expectation.words[split:], pipe)
+        record.cycles, record.steady, record.bus = await time_copies(
+            h, expectation.words[split:], expectation.command_words[-bench.timed:], pipes)
     except WatchdogError as hang:
         record.failures.append(f"{case.name}: {hang}")
         await h.reset()
@@ -127,6 +138,8 @@ def programs(profile):
     cases = suite.shapes(profile)
     if os.environ.get("MTE_BENCH_SWEEP", "1") == "1":
         cases += suite.sweep(profile)
+    if os.environ.get("MTE_BENCH_STREAMS", "1") == "1":
+        cases += suite.streams(profile)
     return cases
 
 

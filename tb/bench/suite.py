@@ -1,9 +1,12 @@
-"""The benchmark's programs (pure Python): the fixed shape suite and the row-size sweep.
+"""The benchmark's programs (pure Python): the fixed shape suite, the row-size sweep and
+the streams.
 
-Each program is a `tb.programs.Case` whose last command is the one copy that is timed;
-the commands before it set the loop registers (and the pad value) that copy uses. GM
-sources and UB sources hold random bytes, everything else the guard byte, so a stray or
-missing write shows when the memories are compared whole with the model's.
+Each program is a `tb.programs.Case` whose last `timed` commands are the copies that are
+timed (one for a shape or a sweep point, STREAM_COPIES for a stream, twice that for a
+concurrent stream); the commands before them set the loop registers (and the pad value)
+those copies use. GM sources and UB sources hold random bytes, everything else the guard
+byte, so a stray or missing write shows when the memories are compared whole with the
+model's.
 """
 
 import random
@@ -12,13 +15,15 @@ from dataclasses import dataclass
 from model.isa import PROFILES
 from model.parser import parse
 from tb.programs import GUARD, PAGE, Case
-from tb.scoreboard import copy_rows
+from tb.scoreboard import copies_with_registers, copy_rows, destination_space, source_space
 
 from .metrics import direction, final_copy
 
 GM_BASE = 0x10_0000_0000
 UB_HIGH = 128 * 1024                 # UB->UB destinations start here
 SWEEP_SIZES = tuple(32 << i for i in range(12))      # 32 B .. 64 KiB
+STREAM_SIZES = (32, 64, 128, 256, 1024, 4096)
+STREAM_COPIES = 64                   # back-to-back one-row copies per direction
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,9 @@ class BenchCase:
     name: str
     direction: str           # "GM->UB", "UB->GM" or "UB->UB"
     case: Case
-    size: int = 0            # sweep: the row's bytes; 0 for a shape
+    size: int = 0            # sweep and streams: the row's bytes; 0 for a shape
+    timed: int = 1           # the program's last commands that are timed, all copies
+    kind: str = "shape"      # "shape", "sweep", "stream" or "concurrent"
 
 
 def _c(value):
@@ -47,12 +54,16 @@ def _loops(way, loop1=(1, 0, 0), loop2=(1, 0, 0)):
 def gm_to_ub(n, length, gm_stride, ub_stride, dtype="u8", pads=None, loop1=(1, 0, 0),
              loop2=(1, 0, 0)):
     """copy_gm_to_ubuf %src -> %dst; `pads` (left, right, pad value) turns data_select on."""
-    left, right, value = pads or (0, 0, 0)
     setup = _loops("outtoub", loop1, loop2)
     if pads:
-        setup += f"pto.set_mov_pad_val {_c(value)} : i64\n"
-    return setup + (
-        f"pto.copy_gm_to_ubuf %src, %dst, %c0_i64, {_c(n)}, {_c(length)}, {_c(left)}, "
+        setup += f"pto.set_mov_pad_val {_c(pads[2])} : i64\n"
+    return setup + _gm_to_ub_copy("%src", "%dst", n, length, gm_stride, ub_stride, dtype, pads)
+
+
+def _gm_to_ub_copy(src, dst, n, length, gm_stride, ub_stride, dtype="u8", pads=None):
+    left, right, _ = pads or (0, 0, 0)
+    return (
+        f"pto.copy_gm_to_ubuf {src}, {dst}, %c0_i64, {_c(n)}, {_c(length)}, {_c(left)}, "
         f"{_c(right)}, {_flag(pads)}, %c0_i64, {_c(gm_stride)}, {_c(ub_stride)}\n"
         f"    : !pto.ptr<{dtype}, gm>, !pto.ptr<{dtype}, ub>, "
         f"i64, i64, i64, i64, i64, i1, i64, i64, i64\n")
@@ -60,8 +71,13 @@ def gm_to_ub(n, length, gm_stride, ub_stride, dtype="u8", pads=None, loop1=(1, 0
 
 def ub_to_gm(n, length, ub_stride, gm_stride, dtype="u8", loop1=(1, 0, 0), loop2=(1, 0, 0)):
     """copy_ubuf_to_gm %src -> %dst (loop strides: (count, UB, GM))."""
-    return _loops("ubtoout", loop1, loop2) + (
-        f"pto.copy_ubuf_to_gm %src, %dst, %c0_i64, {_c(n)}, {_c(length)}, %c0_i64, "
+    return _loops("ubtoout", loop1, loop2) + _ub_to_gm_copy("%src", "%dst", n, length,
+                                                            ub_stride, gm_stride, dtype)
+
+
+def _ub_to_gm_copy(src, dst, n, length, ub_stride, gm_stride, dtype="u8"):
+    return (
+        f"pto.copy_ubuf_to_gm {src}, {dst}, %c0_i64, {_c(n)}, {_c(length)}, %c0_i64, "
         f"{_c(gm_stride)}, {_c(ub_stride)}\n"
         f"    : !pto.ptr<{dtype}, ub>, !pto.ptr<{dtype}, gm>, i64, i64, i64, i64, i64, i64\n")
 
@@ -95,20 +111,30 @@ def _guard(length):
 
 def make_case(name, text, src, dst, profile="a5", size=0):
     """A BenchCase of `text` with %src and %dst bound, and the memory it starts from."""
-    op, values, regs = final_copy(parse(text, {"src": src, "dst": dst}))
-    rows = copy_rows(op, values, regs)
-    way = direction(op)
+    bindings = {"src": src, "dst": dst}
+    op, _, _ = final_copy(parse(text, bindings))
+    kind = "sweep" if size else "shape"
+    return _bench_case(name, direction(op), text, bindings, profile, size, 1, kind)
+
+
+def _bench_case(name, way, text, bindings, profile, size, timed, kind):
+    """The BenchCase with its starting memory: every copy's GM source random, its GM
+    destination guard bytes, its UB source random (before any copy writes it)."""
     rng = random.Random(name)
     ub = bytearray([GUARD]) * PROFILES[profile].ub_size
-    if way == "GM->UB":
-        gm = _gm_windows(_spans(rows, 0), rng.randbytes)
-    else:
-        for lo, hi in _spans(rows, 0):
-            ub[lo:hi] = rng.randbytes(hi - lo)
-        gm = _gm_windows(_spans(rows, 1), _guard) if way == "UB->GM" else ()
-    case = Case(name, text, {"src": src, "dst": dst}, gm, bytes(ub), profile,
-                rerun="python -m tb.bench")
-    return BenchCase(name, way, case, size)
+    gm_sources, gm_destinations = [], []
+    for instr, regs in copies_with_registers(parse(text, bindings)):
+        rows = copy_rows(instr.op, instr.values, regs)
+        if source_space(instr.op) == "gm":
+            gm_sources += _spans(rows, 0)
+        else:
+            for lo, hi in _spans(rows, 0):
+                ub[lo:hi] = rng.randbytes(hi - lo)
+        if destination_space(instr.op) == "gm":
+            gm_destinations += _spans(rows, 1)
+    gm = _gm_windows(gm_sources, rng.randbytes) + _gm_windows(gm_destinations, _guard)
+    case = Case(name, text, bindings, gm, bytes(ub), profile, rerun="python -m tb.bench")
+    return BenchCase(name, way, case, size, timed, kind)
 
 
 def shapes(profile="a5"):
@@ -154,4 +180,48 @@ def sweep(profile="a5"):
                                     ("UB->GM", ub_to_gm(1, size, size, size), 0, GM_BASE),
                                     ("UB->UB", ub_to_ub(1, size // 32), 0, UB_HIGH)):
             out.append(make_case(f"{way} row of {size} B", text, src, dst, profile, size))
+    return out
+
+
+# Streams: where each direction's copies read and write. GM->UB writes UB's low half,
+# UB->GM reads its high half, so both can run at once with no race; a copy's slot wraps
+# within its half (the same pipe writes a slot again only after its earlier copy).
+STREAM_GM = {"GM->UB": GM_BASE, "UB->GM": GM_BASE + (1 << 30)}
+STREAM_UB = {"GM->UB": 0, "UB->GM": UB_HIGH}
+
+
+def _stream_copy(way, k, size):
+    """The k-th copy of a stream: one row of `size` bytes, and the pointers it binds."""
+    slot = k % (UB_HIGH // size) * size
+    gm, ub = STREAM_GM[way] + k * size, STREAM_UB[way] + slot
+    if way == "GM->UB":
+        text = _gm_to_ub_copy(f"%s{k}", f"%d{k}", 1, size, size, size)
+        return text, {f"s{k}": gm, f"d{k}": ub}
+    text = _ub_to_gm_copy(f"%u{k}", f"%g{k}", 1, size, size, size)
+    return text, {f"u{k}": ub, f"g{k}": gm}
+
+
+def stream_case(ways, size, profile="a5", copies=STREAM_COPIES):
+    """`copies` one-row copies of `size` bytes per direction of `ways`, interleaved in
+    the command stream (one of each in turn), after each direction's loop registers."""
+    text, bindings = "", {}
+    for way in ways:
+        text += _loops("outtoub" if way == "GM->UB" else "ubtoout")
+    for k in range(copies):
+        for way in ways:
+            copy, names = _stream_copy(way, k, size)
+            text += copy
+            bindings.update(names)
+    name = f"{' + '.join(ways)} stream of {copies} x {size} B"
+    kind = "concurrent" if len(ways) > 1 else "stream"
+    return _bench_case(name, "+".join(ways), text, bindings, profile, size,
+                       copies * len(ways), kind)
+
+
+def streams(profile="a5"):
+    """Per size of STREAM_SIZES: a stream of each GM direction alone, then both at once."""
+    out = []
+    for size in STREAM_SIZES:
+        out += [stream_case((way,), size, profile) for way in ("GM->UB", "UB->GM")]
+        out.append(stream_case(("GM->UB", "UB->GM"), size, profile))
     return out
