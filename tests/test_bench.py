@@ -8,7 +8,9 @@ import pytest
 from model.parser import parse
 from tb.bench import metrics, suite
 from tb.programs import GUARD
-from tb.scoreboard import expect
+from model.engine import COPY_OPCODES
+from model.isa import Opcode
+from tb.scoreboard import copies_with_registers, copy_rows, expect
 
 W = 32
 
@@ -123,3 +125,53 @@ def test_bench_builds_for_l200_and_says_so():
     assert argument_parser().parse_args(["--max-outstanding", "8"]).max_outstanding == 8
     text = report([], {}, [], "a5", [], 8)
     assert "max_outstanding = 8 AXI bursts" in text.splitlines()[1]
+
+
+def test_streams_are_legal_guarded_and_disjoint():
+    """Each stream's copies move size bytes each, GM destinations start as guard bytes,
+    and the two directions of a concurrent stream touch disjoint UB halves (no race)."""
+    streams = suite.streams()
+    assert len(streams) == 3 * len(suite.STREAM_SIZES)
+    for bench in streams:
+        expectation = expect(bench.case)
+        assert expectation.error is None, bench.name
+        copies = expectation.instrs[-bench.timed:]
+        assert all(instr.op.opcode in COPY_OPCODES for instr in copies), bench.name
+        assert bench.timed == suite.STREAM_COPIES * (2 if bench.kind == "concurrent" else 1)
+        assert expectation.bytes_moved == bench.timed * bench.size, bench.name
+        ub_ranges = {}
+        for instr, regs in copies_with_registers(expectation.instrs):
+            [(src, dst, read, written)] = copy_rows(instr.op, instr.values, regs)
+            ub = dst if instr.op.opcode == Opcode.COPY_GM_TO_UBUF else src
+            ub_ranges.setdefault(instr.op.opcode, []).append((ub, ub + bench.size))
+        lows = [lo for ranges in ub_ranges.values() for lo, _ in ranges]
+        assert all(0 <= lo and lo + bench.size <= suite.UB_HIGH * 2 for lo in lows)
+        if bench.kind == "concurrent":
+            reads = ub_ranges[Opcode.COPY_UBUF_TO_GM]
+            writes = ub_ranges[Opcode.COPY_GM_TO_UBUF]
+            assert max(hi for _, hi in writes) <= min(lo for lo, _ in reads), bench.name
+        gm_dst = [base for base, _ in bench.case.gm if base >= suite.STREAM_GM["UB->GM"]]
+        for base, data in bench.case.gm:
+            if base in gm_dst:
+                assert set(data) == {GUARD}, bench.name
+
+
+def test_stream_rates():
+    from tb.bench.__main__ import Stream
+    # 64 copies of 32 B on one pipe, completions from cycle 40 to 40 + 63 * 2: one per 2
+    single = Stream("GM->UB", 32, 32, 64, cycles=200, steady=126)
+    assert single.bytes_per_cycle == 16.0
+    assert single.total_bytes_per_cycle == 64 * 32 / 200
+    assert single.goal() == 0.8 * W
+    # both directions: every copy but each pipe's first, over the longer pipe's span
+    both = Stream("GM->UB+UB->GM", 32, 4096, 128, cycles=8300, steady=8064)
+    assert both.bytes_per_cycle == 126 * 4096 / 8064 == 64.0
+    assert both.goal() == 1.9 * W
+    assert Stream("UB->GM", 32, 128, 64, 1, 1).goal() is None
+
+
+def test_goals_by_latency():
+    from tb.bench.__main__ import goals
+    assert goals(32) == (0.93, 0.97)
+    assert goals(200) == (0.96, None)
+    assert goals(40) == goals(32) and goals(1000) == goals(200)
