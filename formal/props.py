@@ -48,3 +48,11 @@ def add_block(m, name, block, mutation=None):
             stack.enter_context(mock.patch.object(target, attribute, replacement))
         m.submodules[name] = Fragment.get(block, None)
     return block
+
+
+def registers(fragment):
+    """The registers a block's own elaborate() drives, by name: an induction invariant
+    ties the harness's state to them, which the block keeps local to elaborate()."""
+    return {signal.name: signal
+            for statement in fragment.statements.get("sync", ())
+            for signal in statement._lhs_signals()}

@@ -1,14 +1,15 @@
 """The burst splitter's contract: a row's bursts cover exactly its bytes, in order, each
 inside one 4 KiB page and at most 256 beats, and the row is taken with its first burst."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import C, Cat, Module, Mux, Signal
+from amaranth.lib import data
 
 from hdl.layouts import PAGE_BYTES
-from hdl.legalizer import BurstSplitter
+from hdl.legalizer import BurstSplitter, GmRow, split_grid
 from model.isa import GM_ADDR_BITS
 
 from .axi_master import free, free_rows
-from .props import add_block, prop, stream_rule
+from .props import add_block, prop, registers, stream_rule
 
 
 def splitter_harness(width_bytes):
@@ -18,9 +19,29 @@ def splitter_harness(width_bytes):
         free_rows(m, dut.rows, width_bytes)
         free(m, dut.bursts.ready)
         stream_rule(m, prop, "bursts", dut.bursts)
-        _covers_rows(m, dut.rows, dut.bursts, width_bytes)
+        progress = _covers_rows(m, dut.rows, dut.bursts, width_bytes)
+        _rest_of_row_matches(m, registers(m.submodules["dut"]), progress, width_bytes)
         return m
     return build
+
+
+def _rest_of_row_matches(m, dut, progress, width_bytes):
+    """The induction invariant: the splitter's registers hold the rest of the row the
+    harness has seen begin, from the grid cell where the next burst starts."""
+    in_row, next_addr, row_end, row_last = progress
+    grid = split_grid(width_bytes)
+    grid_bits = grid.bit_length() - 1
+    shift = width_bytes.bit_length() - 1
+    end = dut["end"]
+    prop(m, "splitter_active_while_row_in_progress", dut["active"] == in_row)
+    inside = ~in_row | ((next_addr == Cat(C(0, grid_bits), dut["cell"]))
+                        & (row_end == next_addr + end)
+                        & (row_end <= 1 << GM_ADDR_BITS)
+                        & (end != 0)
+                        & (dut["fits"] == (end <= grid))
+                        & (dut["end_len"] + 1 == (end + width_bytes - 1) >> shift)
+                        & (data.View(GmRow, dut["row"]).last == row_last))
+    prop(m, "splitter_registers_hold_rest_of_row", inside)
 
 
 def _covers_rows(m, rows, bursts, width_bytes):
@@ -57,3 +78,4 @@ def _covers_rows(m, rows, bursts, width_bytes):
         m.d.sync += [in_row.eq(~burst.last_of_row), next_addr.eq(burst_end)]
         with m.If(~in_row):
             m.d.sync += [row_end.eq(end), row_last.eq(row.last)]
+    return in_row, next_addr, row_end, row_last
