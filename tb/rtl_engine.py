@@ -1,6 +1,6 @@
 """`mte run --engine rtl|both`: a program on the generated RTL, in a cocotb simulation.
 
-`run_on_rtl` has the signature of model/cli.py's engine runners. It assembles the program
+`run_on_rtl` has the signature of model/run.py's `run_on_model`. It assembles the program
 (as far as the assembler can: an RTL run executes every command before the first one that
 cannot be encoded, then reports that command's error), builds the simulator if needed
 (tb/run.py), and runs tb/test_mte.py's `cli_program` test on a job file. GM is decoded in
@@ -31,6 +31,7 @@ from model.engine import Engine
 from model.errors import MteError
 from model.isa import COPY_OPCODES, PROFILES, ErrorCode, Pipe
 from model.memory import GlobalMemory
+from model.run import RunResult, run_on_model
 from tb.scoreboard import copies_with_registers, copy_rows, destination_space
 
 PAGE = 4096
@@ -180,7 +181,6 @@ def _job(instrs, profile, gm, ub_preloads):
 
 
 def _result(outcome, encoded, assembly_error, profile):
-    from model.cli import RunResult
     error = RtlHang(f"the RTL hung: {outcome.hang}") if outcome.hang else \
         _rtl_error(outcome, encoded, assembly_error, profile)
     images = {base: np.frombuffer(data, dtype=np.uint8) for base, data in outcome.windows.items()}
@@ -279,7 +279,6 @@ def _differences(model, rtl, ran, profile, gm):
 def run_on_both(instrs, profile, gm, ub_preloads):
     """The model, then the RTL on the same commands (the RTL goes on after an error, the
     model stops, so the RTL gets the commands up to the model's first error only)."""
-    from model.cli import RunResult, run_on_model
     ran = instrs[:_model_prefix(instrs, profile, gm)]
     rtl = run_on_rtl(ran, profile, copy_memory(gm), ub_preloads)
     model = run_on_model(instrs, profile, gm, ub_preloads)
@@ -297,7 +296,6 @@ def shake_on_rtl(instrs, profile, gm, ub_preloads, runs):
     seed k's random GM latency and backpressure (tb/harness.py), each final memory
     compared with the model's. The summary counts the distinct final memories and says,
     for each, which runs left it and where it differs from the model."""
-    from model.cli import RunResult, run_on_model
     ran = instrs[:_model_prefix(instrs, profile, gm)]
     job, encoded, assembly_error = _job(ran, profile, copy_memory(gm), ub_preloads)
     job.shakes = tuple(range(1, runs + 1))

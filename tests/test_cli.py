@@ -26,7 +26,7 @@ pto.copy_gm_to_ubuf %arg0, %bad_ub, %c0_i64, %c32_i64, %c128_i64, %c0_i64, %c0_i
 
 
 def mte(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "model.cli", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cli", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -125,7 +125,7 @@ def test_a_window_too_large_for_memory_is_a_usage_error(work):
 
     def limited():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    run = subprocess.run([sys.executable, "-m", "model.cli", "run", "load.pto", "--bind",
+    run = subprocess.run([sys.executable, "-m", "cli", "run", "load.pto", "--bind",
                           "arg0=0x1000", "--bind", "ub_in=0", "--gm", "0:0x100000000"],
                          cwd=work, capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=limited)

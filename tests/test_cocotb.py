@@ -99,7 +99,7 @@ def test_reset_mid_transfer(simulation):
 def test_mte_run_both_engines(tmp_path, capsys):
     """`mte run --engine both` runs a generated program on the model and the RTL and finds
     them equal; the same program with its last command breaking a rule exits 1 on both."""
-    from model.cli import main
+    from cli import main
     from tb.programs import generate, write_case
     for case, status in ((generate(0x5EED, None), 0),
                          (generate(0x5EED, ErrorCode.UB_RANGE), 1)):
@@ -119,7 +119,7 @@ def test_a_pipe_runs_set_flags_far_ahead_of_their_waits(tmp_path, capsys):
     followed in program order by MTE3's wait: MTE2 runs ahead of the waits by more than
     the engine's 7 counted sets, and its eighth set waits for a place instead of being
     lost. Both engines agree."""
-    from model.cli import main
+    from cli import main
     program = tmp_path / "run_ahead.pto"
     program.write_text("\n".join(
         [V_COPY, "pto.set_flag[PIPE_V, PIPE_MTE3, EVENT_ID1]",
@@ -137,7 +137,7 @@ def test_mte_run_reports_an_rtl_hang(tmp_path, capsys, monkeypatch):
     behind a V copy, then fills MTE2's queue: MTE2 holds at its eighth set, the command
     stream behind MTE2's full queue, and MTE3's waits are never sent; the model runs it."""
     from model import parser
-    from model.cli import main
+    from cli import main
     monkeypatch.setattr(parser, "FLAG_DEPTH", 8)
     program = tmp_path / "held_set.pto"
     program.write_text("\n".join(
@@ -253,7 +253,7 @@ def test_ub_backdoor_matches_the_port(profile, width):
 def test_build_progress_goes_after_the_error_line(tmp_path, capsys, monkeypatch):
     """`mte run --engine rtl` that builds first: its progress line is on stdout, and
     stderr's first line starts with the SPEC error code."""
-    from model.cli import main
+    from cli import main
     from tb.programs import generate, write_case
     real_build = tb_run.build
 
@@ -296,7 +296,7 @@ def token_args(tmp_path):
 
 
 def test_mte_run_both_engines_agree_on_a_token_relay(tmp_path, capsys):
-    from model.cli import main
+    from cli import main
     program = tmp_path / "relay.pto"
     program.write_text(TOKEN_RELAY)
     assert main(["run", str(program), "--engine", "both"] + token_args(tmp_path)) == 0
@@ -307,7 +307,7 @@ def test_a_token_order_the_parser_refuses_hangs_the_rtl(tmp_path, capsys, monkey
     """What the token rule guards against: with it lifted, MTE2 takes token 0 twice with
     no release between, and waits for itself; the model runs the program, the RTL hangs."""
     from model import parser
-    from model.cli import main
+    from cli import main
     monkeypatch.setattr(parser, "_token_misuse", lambda *args: None)
     program = tmp_path / "twice.pto"
     program.write_text(TOKEN_RELAY.replace('pto.rls_buf "PIPE_MTE2", 0, 0\n', "", 1))

@@ -47,7 +47,7 @@ def test_three_concurrent_runs_share_a_checkout(tmp_path):
     line = write_case_line(example_cases("a5")[0], tmp_path)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(tb_run.ROOT)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-    runs = [subprocess.Popen([sys.executable, "-m", "model.cli", *line, "--engine", "both"],
+    runs = [subprocess.Popen([sys.executable, "-m", "cli", *line, "--engine", "both"],
                              cwd=tb_run.ROOT, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
     for process in runs:

@@ -13,7 +13,7 @@ import struct
 
 import pytest
 
-from model.cli import main
+from cli import main
 from tb.corpus import cli_arguments, load, programs
 
 LINE = 32

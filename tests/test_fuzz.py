@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from model.assembler import encode_instr
-from model.cli import main
+from cli import main
 from model.engine import Engine
 from model.errors import MteError, ProgramError
 from model.isa import OP_BY_MNEMONIC

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from model import scalar
-from model.cli import main
+from cli import main
 from model.engine import Engine
 from model.errors import MteError, ProgramError
 from model.isa import DTYPE_BY_NAME, ErrorCode

@@ -223,7 +223,7 @@ def test_sub_byte_types_are_supported_on_no_profile():
 
 def mte(capsys, *argv):
     """(exit status, stdout, stderr) of `mte ARGV`, run in this process."""
-    from model.cli import main
+    from cli import main
     try:
         status = main([str(a) for a in argv])
     except SystemExit as exit_:
@@ -302,7 +302,7 @@ def test_a_gm_window_with_a_length_and_a_file_says_so(work, capsys):
     assert "gives both a length and a file: a window is ADDR=FILE" in err
 
 
-C_NOT_NAMES = sorted(__import__("model.cli", fromlist=["_C_KEYWORDS"])._C_KEYWORDS) + [
+C_NOT_NAMES = sorted(__import__("cli", fromlist=["_C_KEYWORDS"])._C_KEYWORDS) + [
     "_Foo", "__x", "uint32_t", "int8_t", "uint_least16_t", "intptr_t", "9lives", "a-b",
     "naïve", "a b", ""]
 
@@ -479,7 +479,7 @@ class FakeClock:
 def test_progress_shows_after_a_second_at_most_twice_a_second():
     import io
 
-    from model.cli import Progress
+    from model.run import Progress
     clock, stream = FakeClock(), io.StringIO()
     progress = Progress(stream, clock)
     (instr,) = [i for i in straddling_load(4, 0) if i.mnemonic == "copy_gm_to_ubuf"]
@@ -535,7 +535,7 @@ def test_a_tile_type_field_that_is_not_a_number_is_named(field, value):
 
 
 def test_an_interrupt_is_a_line_not_a_traceback(work, capsys, monkeypatch):
-    from model import cli
+    import cli
 
     def interrupted(*_):
         raise KeyboardInterrupt
@@ -546,7 +546,7 @@ def test_an_interrupt_is_a_line_not_a_traceback(work, capsys, monkeypatch):
 
 
 def test_a_reader_that_goes_away_ends_asm_quietly(work, capsys, monkeypatch):
-    from model import cli
+    import cli
 
     def closed_pipe(*_):
         raise BrokenPipeError

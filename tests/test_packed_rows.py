@@ -144,7 +144,7 @@ def test_packed_rows_still_meet_the_range_rule():
 def test_mte_run_packs_on_a5_and_names_the_stride_elsewhere(capsys):
     """The corpus's packed-rows kernel runs on a5; on a2a3 `mte run` exits 1 with one line
     that names the row stride and its value."""
-    from model.cli import main
+    from cli import main
     from tb.corpus import CORPUS
     args = ["run", str(CORPUS / "ascendc_a5_packed_rows.pto"), "--gm", "0x10000:4096",
             "--gm", "0x30000:4096", "--bind", "src=0x10010", "--bind", "out=0x30008"]

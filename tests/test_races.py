@@ -475,7 +475,7 @@ def test_shaken_rtl_runs_of_a_racy_program_diverge_and_of_its_fix_do_not(racy, c
     """MTE3 stores UB while MTE2, still busy with an earlier load, has not filled it: under
     seeded random GM latency and backpressure the runs leave other GM bytes than the
     model's. With the flag pair every run leaves the model's bytes."""
-    from model.cli import main
+    from cli import main
     monkeypatch.chdir(racy)
     (racy / "slow_racy.pto").write_text("\n".join([BUSY, *RACY]) + "\n")
     (racy / "slow_fixed.pto").write_text("\n".join([BUSY, RACY[0], *sync("MTE2", "MTE3"),

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from model.assembler import assemble
-from model.cli import main
+from cli import main
 from model.engine import Engine
 from model.errors import MteError, ProgramError
 from model.isa import DTYPE_BY_NAME, PROFILES, ErrorCode

@@ -176,7 +176,7 @@ def test_an_operand_out_of_its_field_is_field_range(operands, message):
 
 
 def mte(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "model.cli", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cli", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 

@@ -12,20 +12,16 @@ import os
 import re
 import stat
 import sys
-import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from .assembler import encode_instr
-from .engine import Engine
-from .errors import BindingError, MteError, ProgramError
-from .isa import DEFAULT_PROFILE, DTYPES, PROFILES, Pipe
-from .memory import GM_SIZE, GlobalMemory
-from .parser import MAX_DIGITS, parse
-from .races import analyse
+from model.assembler import encode_instr
+from model.errors import BindingError, MteError, ProgramError
+from model.isa import DEFAULT_PROFILE, DTYPES, PROFILES
+from model.memory import GM_SIZE, GlobalMemory
+from model.parser import MAX_DIGITS, parse
+from model.races import analyse
+from model.run import run_on_model
 
 # A program file larger than this is refused unread: real kernels are kilobytes.
 MAX_PROGRAM_BYTES = 16 << 20
@@ -134,57 +130,6 @@ ASM_FORMATS = ("hex", "bin", "c")
 
 class UsageError(Exception):
     pass
-
-
-@dataclass
-class RunResult:
-    error: MteError | None
-    summary: list          # lines printed on success
-    read_gm: object        # (addr, n) -> bytes
-    read_ub: object        # (addr, n) -> bytes
-
-
-class Progress:
-    """The progress of long model work, as one line on a terminal rewritten at most twice
-    a second, from the first second of the run on."""
-
-    def __init__(self, stream, clock=time.monotonic):
-        self.stream, self.clock = stream, clock
-        self.start, self.shown = clock(), None
-
-    def __call__(self, instr, done, rows):
-        now = self.clock()
-        if now - self.start < 1 or (self.shown is not None and now - self.shown < 0.5):
-            return
-        self.shown = now
-        self.stream.write(f"\rmte: {now - self.start:.0f} s: line {instr.line} "
-                          f"{instr.mnemonic}: {done} of {rows} rows")
-        self.stream.flush()
-
-    def close(self):
-        if self.shown is not None:
-            self.stream.write("\n")
-
-
-def run_on_model(instrs, profile, gm, ub_preloads):
-    progress = Progress(sys.stderr) if sys.stderr.isatty() else None
-    engine = Engine(profile, gm, progress)
-    for addr, data in ub_preloads:
-        engine.ub[addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
-    try:
-        engine.run(instrs)
-        error = None
-    except MteError as e:
-        error = e
-    if progress is not None:
-        progress.close()
-    moved = engine.stats.bytes_moved
-    summary = [f"ops run: {engine.stats.ops}",
-               "bytes moved: " + ", ".join(f"{pipe.name} {moved[pipe]}"
-                                           for pipe in (Pipe.MTE2, Pipe.MTE3, Pipe.V))]
-    return RunResult(error, summary,
-                     read_gm=lambda addr, n: engine.gm.read(addr, n).tobytes(),
-                     read_ub=lambda addr, n: engine.ub[addr:addr + n].tobytes())
 
 
 def run_on_rtl(instrs, profile, gm, ub_preloads):
@@ -635,6 +580,3 @@ def main(argv=None):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
 
-
-if __name__ == "__main__":
-    sys.exit(main())

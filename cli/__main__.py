@@ -1,0 +1,7 @@
+"""`python -m cli`: the `mte` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
