@@ -4,9 +4,11 @@ exception of another kind, a hang or a huge allocation. Each class is a generate
 
 import os
 import signal
+import sys
 
 import pytest
 
+from cli.options import C_KEYWORDS
 from model.assembler import encode_instr
 from model.errors import MteError, ProgramError
 from model.isa import DTYPE_BY_NAME, ErrorCode, Pipe
@@ -302,7 +304,7 @@ def test_a_gm_window_with_a_length_and_a_file_says_so(work, capsys):
     assert "gives both a length and a file: a window is ADDR=FILE" in err
 
 
-C_NOT_NAMES = sorted(__import__("cli", fromlist=["_C_KEYWORDS"])._C_KEYWORDS) + [
+C_NOT_NAMES = sorted(C_KEYWORDS) + [
     "_Foo", "__x", "uint32_t", "int8_t", "uint_least16_t", "intptr_t", "9lives", "a-b",
     "naïve", "a b", ""]
 
@@ -535,24 +537,24 @@ def test_a_tile_type_field_that_is_not_a_number_is_named(field, value):
 
 
 def test_an_interrupt_is_a_line_not_a_traceback(work, capsys, monkeypatch):
-    import cli
+    from cli import run
 
     def interrupted(*_):
         raise KeyboardInterrupt
-    monkeypatch.setattr(cli, "run_on_model", interrupted)
-    monkeypatch.setitem(cli.ENGINES, "model", interrupted)
+    monkeypatch.setitem(run.ENGINES, "model", interrupted)
     status, out, err = mte(capsys, *load_run(work))
     assert (status, out, err) == (130, "", "\nmte: interrupted\n")
 
 
 def test_a_reader_that_goes_away_ends_asm_quietly(work, capsys, monkeypatch):
     import cli
+    from cli import asm
 
     def closed_pipe(*_):
         raise BrokenPipeError
-    monkeypatch.setattr(cli, "_write_output", closed_pipe)
+    monkeypatch.setattr(asm, "write_output", closed_pipe)
     with open(work / "stdout", "w") as stdout:      # what the closed pipe becomes
-        monkeypatch.setattr(cli.sys, "stdout", stdout)
+        monkeypatch.setattr(sys, "stdout", stdout)
         status = cli.main(["asm", str(work / "load.pto"), "--bind", "arg0=0x1000",
                            "--bind", "ub_in=0x40"])
     assert status == 141
