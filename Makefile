@@ -102,13 +102,13 @@ lint: verilog
 # takes tens of minutes. Report: $(BUILD)/fpga/report.json, table: $(BUILD)/fpga/summary.txt.
 # FPGA_SEED is nextpnr's placer seed: placement alone moves Fmax by several MHz.
 fpga: $(STAMP)
-	$(VPY) -m hdl.fpga_build --profile $(PROFILE) --width $(WIDTH) --seed $(FPGA_SEED) \
+	$(VPY) -m hdl.fpga.build --profile $(PROFILE) --width $(WIDTH) --seed $(FPGA_SEED) \
 		-o $(BUILD)/fpga
 
 # Where each pipe's cells go: synth_ecp5 with the hierarchy kept, cells per block (a few
 # minutes, no place and route). Tables: $(BUILD)/fpga/blocks.txt.
 fpga-blocks: $(STAMP)
-	$(VPY) -m hdl.fpga_build --blocks --only mte2 mte3 v --profile $(PROFILE) \
+	$(VPY) -m hdl.fpga.build --blocks --only mte2 mte3 v --profile $(PROFILE) \
 		--width $(WIDTH) -o $(BUILD)/fpga
 
 clean:

@@ -82,7 +82,7 @@ def asm_command(args):
 
 
 def header_command(args):
-    from hdl.c_header import c_header
+    from hdl.soc.c_header import c_header
     write_output(args.output, c_header().encode())
     return EXIT_OK
 

@@ -1,4 +1,5 @@
-"""A reusable AXI4 master property checker, for any master port of `hdl.axi`'s signatures.
+"""A reusable AXI4 master property checker, for any master port of `hdl.lib.axi`'s
+signatures.
 
 What a master must do is asserted; what the slave may do is assumed, and nothing else is:
   - AR, AW, W: VALID is held until READY, with the payload stable (`stream_rule`);

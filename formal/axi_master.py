@@ -6,9 +6,9 @@ does anything AXI4 allows."""
 from amaranth.hdl import Module, Signal
 from amaranth.asserts import AnySeq
 
-from hdl.axi_reader import AxiReader
-from hdl.axi_writer import AxiWriter
-from hdl.legalizer import first_split
+from hdl.datapath.axi_reader import AxiReader
+from hdl.datapath.axi_writer import AxiWriter
+from hdl.datapath.legalizer import first_split
 from model.isa import GM_ADDR_BITS
 
 from .axi4 import Axi4MasterChecker

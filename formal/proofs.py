@@ -2,7 +2,9 @@
 
 from amaranth.hdl import Mux
 
-from hdl import axi_reader, axi_writer, legalizer
+from hdl.datapath import axi_reader
+from hdl.datapath import axi_writer
+from hdl.datapath import legalizer
 from hdl.layouts import BUS_WIDTHS
 
 from .axi_master import reader_harness, writer_harness

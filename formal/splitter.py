@@ -5,7 +5,7 @@ from amaranth.hdl import C, Cat, Module, Mux, Signal
 from amaranth.lib import data
 
 from hdl.layouts import PAGE_BYTES
-from hdl.legalizer import BurstSplitter, GmRow, split_grid
+from hdl.datapath.legalizer import BurstSplitter, GmRow, split_grid
 from model.isa import GM_ADDR_BITS
 
 from .axi_master import free, free_rows

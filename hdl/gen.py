@@ -9,9 +9,9 @@ from amaranth.back import verilog
 
 from model.isa import DEFAULT_PROFILE, PROFILES
 
-from .fpga_top import MteDmaFpga
 from .layouts import BUS_WIDTHS
 from .top import MteDma
+from .soc.fpga_top import MteDmaFpga
 
 MODULE_NAME = "mte_dma"
 TOPS = {"sim": (MteDma, MODULE_NAME), "fpga": (MteDmaFpga, "mte_dma_fpga")}

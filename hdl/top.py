@@ -6,16 +6,17 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import DEFAULT_PROFILE, GM_ADDR_BITS, PROFILES, WORD_BITS, ErrorCode, Pipe
 
-from .axi import AXI4Signature
-from .flags import EventFlags
-from .intake import BAD_OPCODE_BITS, ENGINE_PIPES, CommandIntake, Dispatcher, RoutedWord
+from .lib.axi import AXI4Signature
 from .layouts import BUS_WIDTHS
-from .mte2 import Mte2Datapath
-from .mte3 import Mte3Datapath
-from .pipe import PipeController, StatusSignature
-from .tokens import TokenTable
-from .ub import UbTestSignature, UnifiedBuffer
-from .ubcopy import UbCopyDatapath
+from .ub.ub import UbTestSignature, UnifiedBuffer
+from .datapath.mte2 import Mte2Datapath
+from .datapath.mte3 import Mte3Datapath
+from .datapath.ubcopy import UbCopyDatapath
+from .intake.intake import (BAD_OPCODE_BITS, ENGINE_PIPES, CommandIntake, Dispatcher,
+                            RoutedWord)
+from .intake.tokens import TokenTable
+from .pipe.flags import EventFlags
+from .pipe.pipe import PipeController, StatusSignature
 
 AXI_ID_BITS = 4
 

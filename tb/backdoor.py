@@ -1,7 +1,7 @@
 """The UB read and written in place under Verilator, at no simulated cycle.
 
 Every Verilator build of tb/run.py compiles tb/ub_backdoor.cpp into the simulator and
-makes the UB's memories public: part k (`mte_dma.ub.memoryK`, hdl/ub.py) holds bytes
+makes the UB's memories public: part k (`mte_dma.ub.memoryK`, hdl/ub/ub.py) holds bytes
 4k to 4k + 3 of every W-byte word, one 32-bit element per word. `UbBackdoor` maps each
 part's elements as a numpy array over the simulator's own storage, so a whole UB image
 goes in or out in a few numpy copies. Only while the engine is idle, as the test port.
@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from hdl.ub import PART_BYTES
+from hdl.ub.ub import PART_BYTES
 
 SCOPE_BYTES = 512
 UB_ACCESS = ("backdoor", "port")     # tb.run --ub-access, MTE_UB_ACCESS

@@ -33,7 +33,7 @@ from cocotbext.axi.address_space import AddressSpace, MemoryRegion, Region
 from cocotbext.axi.axi_slave import AxiSlaveRead, AxiSlaveWrite
 from cocotbext.axi.constants import AxiBurstType, AxiResp
 
-from hdl.ub import TEST_READ_LATENCY
+from hdl.ub.ub import TEST_READ_LATENCY
 from model.isa import GM_ADDR_BITS, PROFILES, Pipe
 from tb.backdoor import UB_ACCESS, UbBackdoor
 

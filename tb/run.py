@@ -83,7 +83,7 @@ def source_key(toplevel, profile, width, gen_args=()):
     model packages (hdl.gen imports model.isa), Amaranth's version and the options."""
     import amaranth
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "hdl").glob("*.py")) + sorted((ROOT / "model").glob("*.py")):
+    for path in sorted((ROOT / "hdl").rglob("*.py")) + sorted((ROOT / "model").rglob("*.py")):
         digest.update(f"{path.relative_to(ROOT)}\n".encode() + path.read_bytes())
     options = [GEN_TOP[toplevel], profile, str(width), *gen_args, amaranth.__version__]
     digest.update(" ".join(options).encode())

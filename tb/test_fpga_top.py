@@ -1,7 +1,7 @@
 """cocotb test of the FPGA top (`mte_dma_fpga`) driven only as a CPU drives it.
 
 Everything the test does to the engine goes through the AXI4-Lite registers of
-hdl/regmap.py (cocotbext-axi's `AxiLiteMaster` on `s_axil`): UB contents are written and
+hdl/soc/regmap.py (cocotbext-axi's `AxiLiteMaster` on `s_axil`): UB contents are written and
 read back through the UB_ADDR / UB_DATA window, command words are pushed into CMD no
 faster than CMD_FREE allows, the end of a program is the `irq` line, and the outcome is
 read from the per-pipe status registers. GM is an AXI4 slave on `m_axi` (tb/harness.py's
@@ -31,8 +31,8 @@ from cocotb.triggers import ClockCycles, First, RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 from cocotbext.axi.constants import AxiResp
 
-from hdl import regmap
-from hdl.c_header import c_header
+from hdl.soc import regmap
+from hdl.soc.c_header import c_header
 from model.engine import COPY_OPCODES
 from model.isa import PROFILES, ErrorCode
 from tb.harness import CLOCK_NS, BusStats, GlobalMemory, GmReader, GmWriter, PipeStatus

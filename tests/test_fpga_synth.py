@@ -1,7 +1,7 @@
 """The FPGA top's generated Verilog goes through Yosys's generic synthesis front half
 cleanly: no multiple drivers, no combinational loops, no undriven wires, no latches.
 
-A quick check that the design is synthesizable; `make fpga` (hdl/fpga_build.py) runs the
+A quick check that the design is synthesizable; `make fpga` (hdl/fpga/build.py) runs the
 full ECP5 flow and measures it. And `make fpga-blocks`'s synthesis with the hierarchy
 kept gives each block what it takes on its own.
 """
@@ -12,12 +12,12 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.ecp5 import Ecp5Target
-from hdl.fpga_build import (BLOCK_CELLS, block_shares, block_totals, synthesize,
+from hdl.lib.ecp5 import Ecp5Target
+from hdl.fpga.build import (BLOCK_CELLS, block_shares, block_totals, synthesize,
                             write_verilog, yosys)
-from hdl.fpga_top import MteDmaFpga
-from hdl.queue import BypassQueue
-from hdl.register_copy import RegisterCopy
+from hdl.soc.fpga_top import MteDmaFpga
+from hdl.lib.queue import BypassQueue
+from hdl.lib.register_copy import RegisterCopy
 
 PROFILE = "kirin9030"   # the smallest UB
 # Yosys reads the UB's zero init, printed word by word, in time quadratic in the word

@@ -1,4 +1,4 @@
-"""hdl.addrgen.AddressGenerator against the seed's C loops."""
+"""hdl.pipe.addrgen.AddressGenerator against the seed's C loops."""
 
 import random
 
@@ -6,12 +6,12 @@ import pytest
 from amaranth.back import verilog
 from amaranth.hdl import Shape
 
-from hdl.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
-from hdl.checker import (COPY_KINDS, LOOP_COUNTS, checked_copy_layout, geometry_layout,
+from hdl.pipe.addrgen import GM_KINDS, ROW_ADDRESSES, AddressGenerator
+from hdl.pipe.checker import (COPY_KINDS, LOOP_COUNTS, checked_copy_layout, geometry_layout,
                          has_loops)
 from hdl.layouts import FirstSplit
-from hdl.legalizer import first_split, row_terms
-from hdl.ub_reader import ub_words_m1
+from hdl.datapath.legalizer import first_split, row_terms
+from hdl.datapath.ub_reader import ub_words_m1
 from axi_model import mark_new_sids
 from hdl_helpers import (count_flags, driver_types, register_sources, run_sim, stream_put,
                          synth_ecp5_module)

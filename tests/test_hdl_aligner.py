@@ -12,7 +12,7 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from hdl.aligner import Aligner, rotate_stages
+from hdl.datapath.aligner import Aligner, rotate_stages
 from hdl_helpers import (BLOCK_WIDTHS, idle, register_cells, register_gates,
                          register_sources, registers_reached, run_sim, stream_put,
                          synth_ecp5_module)

@@ -5,7 +5,7 @@ import random
 import pytest
 from amaranth.hdl import Module, Signal
 
-from hdl.arith import sum_mod
+from hdl.lib.arith import sum_mod
 from hdl_helpers import run_sim
 
 

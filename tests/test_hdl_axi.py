@@ -7,9 +7,9 @@ from amaranth.back import verilog
 
 from axi_model import (PAGE, AxiMemory, Timing, beats_of, gm_row, mark_new_sids,
                        split_row)
-from hdl.axi import Resp
-from hdl.axi_reader import AxiReader
-from hdl.axi_writer import AxiWriter
+from hdl.lib.axi import Resp
+from hdl.datapath.axi_reader import AxiReader
+from hdl.datapath.axi_writer import AxiWriter
 from hdl_helpers import BLOCK_WIDTHS, idle, run_sim, stream_collect, stream_put
 from model.isa import GM_ADDR_BITS, ErrorCode
 

@@ -8,9 +8,9 @@ import pytest
 from amaranth.hdl import Cat, ClockSignal, Elaboratable, Fragment, Module, Signal
 from amaranth.lib.memory import Memory
 
-from hdl import block_ram
-from hdl.block_ram import READ_LATENCY, BlockRam, block_shape, dp16kd_count
-from hdl.ecp5 import Ecp5Target
+from hdl.lib import block_ram
+from hdl.lib.block_ram import READ_LATENCY, BlockRam, block_shape, dp16kd_count
+from hdl.lib.ecp5 import Ecp5Target
 from hdl_helpers import run_sim, synth_ecp5_module
 
 

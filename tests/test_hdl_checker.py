@@ -1,4 +1,4 @@
-"""hdl.checker.CopyChecker against model.rules.check_copy / geometry."""
+"""hdl.pipe.checker.CopyChecker against model.rules.check_copy / geometry."""
 
 import collections
 import random
@@ -6,9 +6,9 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from hdl.checker import COPY_KINDS, COUNT_FLAGS, LOOP_COUNTS, CopyChecker, has_loops
+from hdl.pipe.checker import COPY_KINDS, COUNT_FLAGS, LOOP_COUNTS, CopyChecker, has_loops
 from hdl.layouts import CMD_INDEX_BITS, ROW_TERM_BITS
-from hdl.regfile import counts_less_one
+from hdl.pipe.regfile import counts_less_one
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFILES, UB_LINE,
                        ErrorCode, Opcode)
 from model.rules import check_copy, geometry

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 from amaranth.back import verilog
 
-from hdl import regmap
-from hdl.csr import CsrFrontEnd, status_port
-from hdl.ub import TEST_READ_LATENCY
+from hdl.soc import regmap
+from hdl.soc.csr import CsrFrontEnd, status_port
+from hdl.ub.ub import TEST_READ_LATENCY
 from model.isa import WORD_BITS, ErrorCode, Pipe
 
 from hdl_helpers import BLOCK_WIDTHS, first_word_route, idle, run_sim, synth_ecp5_module

@@ -1,4 +1,4 @@
-"""hdl.intake: CommandIntake and Dispatcher on random isa-encoded command streams."""
+"""hdl.intake.intake: CommandIntake and Dispatcher on random isa-encoded command streams."""
 
 import random
 
@@ -7,9 +7,9 @@ from amaranth.back import verilog
 from amaranth.hdl import Module, Value
 from amaranth.lib import wiring
 
-from hdl.commands import command_bits
-from hdl.intake import ENGINE_PIPES, CommandIntake, Dispatcher
-from hdl.tokens import BUF_IDS, TICKET_BITS
+from hdl.intake.commands import command_bits
+from hdl.intake.intake import ENGINE_PIPES, CommandIntake, Dispatcher
+from hdl.intake.tokens import BUF_IDS, TICKET_BITS
 from hdl_helpers import (cell_outputs, command_kind_of, first_word_route, gates_reached,
                          net_loads, register_cells, register_gates, register_sources,
                          register_write_bits_of, run_sim, stream_put, synth_ecp5_module)

@@ -1,4 +1,4 @@
-"""hdl.kept_lut: KeptLut, a function's table and the ECP5 cells that keep it apart; and
+"""hdl.lib.kept_lut: KeptLut, a function's table and the ECP5 cells that keep it apart; and
 load_in_groups, wide registers that load in groups, each on a KeptLut of its own."""
 
 import gc
@@ -10,7 +10,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hdl.kept_lut import KeptLut, load_in_groups, lut4_inits, truth_table
+from hdl.lib.kept_lut import KeptLut, load_in_groups, lut4_inits, truth_table
 from hdl_helpers import synth_ecp5_module
 
 LOADS = 32

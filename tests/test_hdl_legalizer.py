@@ -6,7 +6,7 @@ import pytest
 from amaranth.back import verilog
 
 from hdl.layouts import BUS_WIDTHS, LEN_BITS
-from hdl.legalizer import PAGE_BYTES, BurstIssuer, BurstSplitter
+from hdl.datapath.legalizer import PAGE_BYTES, BurstIssuer, BurstSplitter
 from model.isa import GM_ADDR_BITS
 from axi_model import beats_of, gm_row, mark_new_sids, split_row
 from hdl_helpers import (driver_types, idle, run_sim, stream_collect, stream_put,

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from hdl.multiplier import OPERAND_BITS, RegisteredMultiplier
+from hdl.lib.multiplier import OPERAND_BITS, RegisteredMultiplier
 from hdl_helpers import run_sim, synth_ecp5_module
 
 

@@ -11,7 +11,7 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from hdl.pad import PadInserter
+from hdl.datapath.pad import PadInserter
 from model.isa import PAD_MAX_BYTES, UB_ADDR_BITS, UB_LINE
 from model.rules import align_up
 from hdl_helpers import BLOCK_WIDTHS, idle, run_sim, stream_put

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from hdl.queue import BypassQueue
+from hdl.lib.queue import BypassQueue
 from hdl_helpers import driver_types, run_sim, synth_ecp5_module
 
 

@@ -1,4 +1,4 @@
-"""hdl.register_copy.RegisterCopy: a register, and copies of it that synthesis keeps."""
+"""hdl.lib.register_copy.RegisterCopy: a register, and copies of it that synthesis keeps."""
 
 import random
 
@@ -6,7 +6,7 @@ from amaranth.hdl import Module, ResetInserter
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.register_copy import RegisterCopy
+from hdl.lib.register_copy import RegisterCopy
 from hdl_helpers import run_sim, synth_ecp5_module
 
 WIDTH = 5

@@ -1,14 +1,14 @@
-"""hdl.regfile.PipeRegisters and hdl.flags.EventFlags."""
+"""hdl.pipe.regfile.PipeRegisters and hdl.pipe.flags.EventFlags."""
 
 import random
 
 import pytest
 from amaranth.back import verilog
 
-from hdl.commands import command_bits
-from hdl.flags import EventFlags
-from hdl.intake import ENGINE_PIPES
-from hdl.regfile import COUNT_REGISTERS, PipeRegisters, counts_less_one
+from hdl.intake.commands import command_bits
+from hdl.pipe.flags import EventFlags
+from hdl.intake.intake import ENGINE_PIPES
+from hdl.pipe.regfile import COUNT_REGISTERS, PipeRegisters, counts_less_one
 from hdl_helpers import register_sources, register_write_bits_of, run_sim, synth_ecp5_module
 from model.isa import (EVENT_ID_BITS, FLAG_DEPTH, OPS, PIPE_REGISTERS, REGISTER_WRITES, Pipe,
                        apply_register_write, encode, reset_registers)

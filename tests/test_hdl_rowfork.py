@@ -7,7 +7,7 @@ import pytest
 from amaranth.lib import data
 
 from hdl.layouts import LEN_BITS
-from hdl.rowfork import RowFork
+from hdl.datapath.rowfork import RowFork
 from hdl_helpers import run_sim
 
 DEPTHS = {"short": 2, "mid": 3, "long": 5}

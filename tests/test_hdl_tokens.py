@@ -1,4 +1,5 @@
-"""hdl.tokens: the token table and the dispatcher's tickets, in the Amaranth simulator."""
+"""hdl.intake.tokens: the token table and the dispatcher's tickets, in the Amaranth
+simulator."""
 
 import gc
 import random
@@ -6,8 +7,8 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from hdl.intake import ENGINE_PIPES
-from hdl.tokens import BUF_IDS, TICKET_BITS, TokenTable, TokenTickets
+from hdl.intake.intake import ENGINE_PIPES
+from hdl.intake.tokens import BUF_IDS, TICKET_BITS, TokenTable, TokenTickets
 from hdl_helpers import run_sim
 from model.isa import Pipe
 

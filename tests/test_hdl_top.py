@@ -21,12 +21,13 @@ import pytest
 import verilator
 
 from axi_model import PAGE, AxiMemory, Timing
-from hdl import fpga_build, gen
-from hdl.axi import Resp
-from hdl.fpga_top import MteDmaFpga
-from hdl.pipe import PipeController
+from hdl import gen
+from hdl.fpga import build as fpga_build
+from hdl.lib.axi import Resp
+from hdl.soc.fpga_top import MteDmaFpga
+from hdl.pipe.pipe import PipeController
 from hdl.top import MteDma
-from hdl.ub import TEST_READ_LATENCY
+from hdl.ub.ub import TEST_READ_LATENCY
 from hdl_helpers import register_sources, run_sim, stream_put, synth_ecp5_module
 from model import isa, seeds
 from model.engine import Engine

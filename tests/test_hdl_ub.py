@@ -1,4 +1,4 @@
-"""hdl.ub.UnifiedBuffer: byte-enable writes, round-robin arbitration, the request slots,
+"""hdl.ub.ub.UnifiedBuffer: byte-enable writes, round-robin arbitration, the request slots,
 test-port priority."""
 
 import gc
@@ -7,7 +7,7 @@ import random
 import pytest
 from amaranth.back import verilog
 
-from hdl.ub import TEST_READ_LATENCY, UnifiedBuffer
+from hdl.ub.ub import TEST_READ_LATENCY, UnifiedBuffer
 from hdl_helpers import run_sim
 
 WIDTH = 32

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from hdl.ub_reader import UbReader
+from hdl.datapath.ub_reader import UbReader
 from hdl_helpers import driver_types, run_sim, synth_ecp5_module
 
 W = 32

@@ -7,9 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from hdl.line_writer import LineWriter
-from hdl.ub_reader import ub_words_m1
-from hdl.ubcopy import UbCopyDatapath
+from hdl.datapath.line_writer import LineWriter
+from hdl.datapath.ub_reader import ub_words_m1
+from hdl.datapath.ubcopy import UbCopyDatapath
 from hdl_helpers import BLOCK_WIDTHS, driver_types, run_sim, synth_ecp5_module
 from model.isa import UB_LINE
 

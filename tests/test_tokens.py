@@ -197,7 +197,7 @@ def test_mte_run_exit_status(tmp_path):
 
 
 def test_the_c_header_has_the_token_opcodes_and_encoders():
-    from hdl.c_header import c_header
+    from hdl.soc.c_header import c_header
     header = c_header()
     for mnemonic, opcode in (("GET_BUF", 13), ("RLS_BUF", 14)):
         assert f"#define MTE_DMA_OP_{mnemonic} {opcode}u" in header

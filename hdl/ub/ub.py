@@ -7,10 +7,10 @@ from amaranth.utils import exact_log2
 
 from model.isa import DEFAULT_PROFILE, PROFILES
 
-from .block_ram import READ_LATENCY, BlockRam
-from .kept_lut import KeptLut, truth_table
-from .layouts import UbReadSignature, UbWriteSignature, ub_word_bits
-from .register_copy import RegisterCopy
+from ..lib.block_ram import READ_LATENCY, BlockRam
+from ..lib.kept_lut import KeptLut, truth_table
+from ..lib.register_copy import RegisterCopy
+from ..layouts import UbReadSignature, UbWriteSignature, ub_word_bits
 
 
 class UbTestSignature(wiring.Signature):

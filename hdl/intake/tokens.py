@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import BUF_ID_BITS
 
-from .register_copy import RegisterCopy
+from ..lib.register_copy import RegisterCopy
 
 TICKET_BITS = 5
 BUF_IDS = 1 << BUF_ID_BITS

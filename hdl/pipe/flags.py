@@ -6,9 +6,9 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import EVENT_ID_BITS, FLAG_DEPTH, Pipe
 
-from .intake import ENGINE_PIPES
-from .muxes import mux_tree
-from .register_copy import RegisterCopy
+from ..lib.muxes import mux_tree
+from ..lib.register_copy import RegisterCopy
+from ..intake.intake import ENGINE_PIPES
 
 
 class FlagSetSignature(wiring.Signature):

@@ -1,4 +1,4 @@
-"""Out-of-context ECP5 build: `python -m hdl.fpga_build [--profile a5] [--width 32]`.
+"""Out-of-context ECP5 build: `python -m hdl.fpga.build [--profile a5] [--width 32]`.
 
 Synthesizes (Yosys `synth_ecp5`) and places and routes (nextpnr-ecp5, LFE5U-85F, CABGA381,
 default speed grade, `--out-of-context`: no I/O buffers, ports stay internal nets) each
@@ -30,16 +30,16 @@ from amaranth.lib.wiring import In
 
 from model.isa import DEFAULT_PROFILE, PROFILES, Pipe
 
-from .block_ram import dp16kd_count
-from .ecp5 import Ecp5Target
-from .fpga_top import MteDmaFpga
-from .layouts import BUS_WIDTHS
-from .mte2 import Mte2Datapath
-from .mte3 import Mte3Datapath
-from .pipe import PipeController
-from .top import AXI_ID_BITS
-from .ub import PART_BYTES, UnifiedBuffer, part_count
-from .ubcopy import UbCopyDatapath
+from ..lib.block_ram import dp16kd_count
+from ..lib.ecp5 import Ecp5Target
+from ..layouts import BUS_WIDTHS
+from ..ub.ub import PART_BYTES, UnifiedBuffer, part_count
+from ..datapath.mte2 import Mte2Datapath
+from ..datapath.mte3 import Mte3Datapath
+from ..datapath.ubcopy import UbCopyDatapath
+from ..pipe.pipe import PipeController
+from ..top import AXI_ID_BITS
+from ..soc.fpga_top import MteDmaFpga
 
 DEVICE = ["--85k", "--package", "CABGA381"]
 # The placer weighs timing three times its default (10): the whole design's worst paths
@@ -431,7 +431,7 @@ def build(name, top, make, out, freq, seed):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m hdl.fpga_build", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m hdl.fpga.build", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE)
     parser.add_argument("--width", type=int, choices=BUS_WIDTHS, default=32,

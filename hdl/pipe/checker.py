@@ -13,12 +13,12 @@ from amaranth.utils import exact_log2
 from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PIPE_REGISTERS,
                        PROFILES, UB_LINE, ErrorCode, Opcode, dtype_supported)
 
-from .arith import compress, sum_mod
-from .commands import op_layout
-from .layouts import (CACHE_BITS, CMD_INDEX_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS,
+from ..lib.arith import compress, sum_mod
+from ..lib.multiplier import OPERAND_BITS, RegisteredMultiplier
+from ..layouts import (CACHE_BITS, CMD_INDEX_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS,
                       RowTerms)
-from .legalizer import row_terms
-from .multiplier import OPERAND_BITS, RegisteredMultiplier
+from ..datapath.legalizer import row_terms
+from ..intake.commands import op_layout
 from .regfile import counts_less_one_layout, registers_layout
 
 COPY_KINDS = (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM, Opcode.COPY_UBUF_TO_UBUF)

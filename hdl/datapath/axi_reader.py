@@ -5,10 +5,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
-from .axi import AXI4ReadSignature, resp_is_error
+from ..lib.axi import AXI4ReadSignature, resp_is_error
+from ..lib.queue import BypassQueue, pass_or_queue
+from ..lib.register_copy import RegisterCopy
 from .legalizer import GmRow, issue_rows
-from .queue import BypassQueue, pass_or_queue
-from .register_copy import RegisterCopy
 
 
 def read_beat_layout(width_bytes):

@@ -1,8 +1,8 @@
 """The CSR front end: an AXI4-Lite slave through which a CPU drives the engine.
 
-The registers are those of `hdl.regmap`. One write and one read are handled at a time; a
-read takes 4 + TEST_READ_LATENCY cycles (address, the UB request, the UB's head and read,
-the UB word into a landing register, its lane into a register, then data) so that
+The registers are those of `hdl.soc.regmap`. One write and one read are handled at a
+time; a read takes 4 + TEST_READ_LATENCY cycles (address, the UB request, the UB's head
+and read, the UB word into a landing register, its lane into a register, then data) so that
 UB_DATA can read the UB's synchronous port like any other register: the route from the
 UB's block RAMs, which lie all over the device, ends at the landing register with no
 logic on it, and the lane select ends in a register before the read mux. The other
@@ -25,12 +25,12 @@ from amaranth.utils import exact_log2
 
 from model.isa import WORD_BITS, ErrorCode
 
+from ..lib.axi import RESP_WIDTH, PROT_WIDTH, Resp
+from ..lib.queue import BypassQueue
+from ..ub.ub import TEST_READ_LATENCY, UbTestSignature
+from ..intake.intake import RoutedWord, route_word
+from ..pipe.pipe import StatusSignature
 from . import regmap
-from .axi import RESP_WIDTH, PROT_WIDTH, Resp
-from .intake import RoutedWord, route_word
-from .pipe import StatusSignature
-from .queue import BypassQueue
-from .ub import TEST_READ_LATENCY, UbTestSignature
 
 DATA_BITS = 32
 

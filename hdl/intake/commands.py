@@ -14,7 +14,7 @@ from amaranth.lib import data, enum
 from model.isa import (COPY_OPCODES, MAX_COMMAND_WORDS, OP_BY_OPCODE, OPS, REGISTER_WRITES,
                        WORD_BITS, Opcode, Pipe)
 
-from .layouts import CMD_INDEX_BITS
+from ..layouts import CMD_INDEX_BITS
 from .tokens import TICKET_BITS
 
 COMMAND_BITS = MAX_COMMAND_WORDS * WORD_BITS

@@ -10,12 +10,12 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
-from .arith import sum_mod
-from .axi import AXI4AddressSignature, BurstType, connect_address
-from .kept_lut import load_in_groups
-from .layouts import (CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES,
+from ..lib.arith import sum_mod
+from ..lib.axi import AXI4AddressSignature, BurstType, connect_address
+from ..lib.kept_lut import load_in_groups
+from ..lib.queue import BypassQueue, wrap_incr
+from ..layouts import (CACHE_BITS, FirstSplit, LEN_BITS, MAX_BEATS, PAGE_BYTES,
                       ROW_TERM_BITS, SID_BITS)
-from .queue import BypassQueue, wrap_incr
 
 
 def check_width(width_bytes):

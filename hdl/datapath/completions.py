@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .layouts import Completion
+from ..layouts import Completion
 
 
 class WriteCompletions(wiring.Component):

@@ -1,7 +1,7 @@
 """The engine's programming interface as a C header, for software on the CPU that drives
-the FPGA top: the CSR map (`hdl/regmap.py`); from `model/isa.py`, the error codes, pipes,
-element types and an encoder per command; and the two loops that push a program and wait
-for it (`mte_dma_push`, `mte_dma_wait_done`). `mte header` writes it.
+the FPGA top: the CSR map (`hdl/soc/regmap.py`); from `model/isa.py`, the error codes,
+pipes, element types and an encoder per command; and the two loops that push a program
+and wait for it (`mte_dma_push`, `mte_dma_wait_done`). `mte header` writes it.
 
 Each encoder `mte_dma_<op>(words, field...)` packs one command exactly as `isa.encode`
 does: it fills `words` and returns 0, or returns MTE_DMA_ERR_FIELD_RANGE and leaves
@@ -126,7 +126,7 @@ static inline uint32_t mte_dma_wait_done(uintptr_t base)
 
 def c_header():
     lines = ["/* mte_dma.h: the MTE DMA engine's programming interface, written by",
-             " * `mte header` from hdl/regmap.py and model/isa.py. */",
+             " * `mte header` from hdl/soc/regmap.py and model/isa.py. */",
              "#ifndef MTE_DMA_H", "#define MTE_DMA_H", "", "#include <stdint.h>", ""]
     lines += _csr_lines() + [""]
     lines += _enum_lines("Error codes: the code field of <pipe>_ERROR; a lower value wins "

@@ -6,12 +6,12 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS, Opcode
 
+from ..lib.register_copy import RegisterCopy
+from ..lib.stream import buffered_output
+from ..layouts import COPY_SEQ_BITS, AbortSignature, RowJob
+from ..datapath.legalizer import first_split
+from ..datapath.ub_reader import ub_words_m1
 from .checker import COPY_KINDS, LOOP_COUNTS, checked_copy_layout
-from .aligner import buffered_output
-from .layouts import COPY_SEQ_BITS, AbortSignature, RowJob
-from .legalizer import first_split
-from .register_copy import RegisterCopy
-from .ub_reader import ub_words_m1
 
 # A 40-bit address add is done in two halves on consecutive stages (walk, then output), so
 # no stage has a carry chain longer than this.

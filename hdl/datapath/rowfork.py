@@ -4,8 +4,8 @@ from amaranth.hdl import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .layouts import RowJob
-from .queue import BypassQueue
+from ..lib.queue import BypassQueue
+from ..layouts import RowJob
 
 
 def _filled(m, name, depth, take, read):

@@ -6,16 +6,16 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import PIPE_REGISTERS, PROFILES, ErrorCode, GM_ADDR_BITS, Opcode, Pipe
 
+from ..lib.kept_lut import KeptLut, truth_table
+from ..lib.queue import BypassQueue
+from ..lib.register_copy import RegisterCopy
+from ..layouts import CMD_INDEX_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion, RowJob
+from ..intake.commands import CommandKind, PipeCommand, op_fields
+from ..intake.tokens import TokenGetSignature, TokenReleaseSignature
 from .addrgen import AddressGenerator
 from .checker import SPAN_FIELDS, CopyChecker
-from .commands import CommandKind, PipeCommand, op_fields
 from .flags import FlagSetSignature, FlagWaitSignature
-from .kept_lut import KeptLut, truth_table
-from .layouts import CMD_INDEX_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion, RowJob
-from .queue import BypassQueue
 from .regfile import PipeRegisters
-from .register_copy import RegisterCopy
-from .tokens import TokenGetSignature, TokenReleaseSignature
 
 COPY_KIND = {
     Pipe.MTE2: Opcode.COPY_GM_TO_UBUF,

@@ -6,15 +6,15 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS, ErrorCode
 
+from ..lib.axi import AXI4ReadSignature
+from ..lib.queue import BypassQueue
+from ..layouts import (COPY_SEQ_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion, RowJob,
+                      UbWriteSignature)
 from .aligner import Aligner
-from .axi import AXI4ReadSignature
 from .axi_reader import AxiReader
 from .completions import WriteCompletions
-from .layouts import (COPY_SEQ_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion, RowJob,
-                      UbWriteSignature)
 from .legalizer import GmRow, gm_row_of
 from .pad import PadInserter, PadRow
-from .queue import BypassQueue
 from .rowfork import RowFork
 
 ROW_QUEUE = 4       # rows the AXI reader may be handed ahead of the data

@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS, UB_LINE
 
+from ..layouts import Completion, RowJob, UbReadSignature, UbWriteSignature
 from .completions import WriteCompletions
-from .layouts import Completion, RowJob, UbReadSignature, UbWriteSignature
 from .line_writer import LineRow, LineWriter
 from .pad import PadInserter, PadRow
 from .rowfork import RowFork

@@ -6,11 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import MAX_COMMAND_WORDS, OPCODE_BITS, OPS, WORD_BITS, Opcode, Pipe
 
+from ..lib.kept_lut import KeptLut, truth_table
+from ..lib.queue import BypassQueue
+from ..layouts import CMD_INDEX_BITS
 from .commands import (COMMAND_BITS, Command, CommandEntry, CommandKind, PipeCommand,
                        command_kind, op_fields, register_write_bits)
-from .kept_lut import KeptLut, truth_table
-from .layouts import CMD_INDEX_BITS
-from .queue import BypassQueue
 from .tokens import TokenTickets
 
 BAD_OPCODE_BITS = 16

@@ -6,9 +6,9 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
 
+from ..lib.queue import BypassQueue, pass_or_queue
+from ..layouts import UbReadSignature, ub_word_bits
 from .aligner import Aligner
-from .layouts import UbReadSignature, ub_word_bits
-from .queue import BypassQueue, pass_or_queue
 from .rowfork import RowFork
 
 

@@ -5,11 +5,11 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS, ErrorCode
-from .axi import AXI4WriteSignature, resp_is_error
-from .layouts import COPY_SEQ_BITS, AbortSignature, Completion
-from .kept_lut import KeptLut, truth_table
+from ..lib.axi import AXI4WriteSignature, resp_is_error
+from ..lib.kept_lut import KeptLut, truth_table
+from ..lib.queue import BypassQueue, pass_or_queue
+from ..layouts import COPY_SEQ_BITS, AbortSignature, Completion
 from .legalizer import GmRow, issue_rows
-from .queue import BypassQueue, pass_or_queue
 
 
 def write_beat_layout(width_bytes):

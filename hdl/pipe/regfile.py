@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import OP_BY_OPCODE, PIPE_REGISTERS, REGISTER_WRITES
 
-from .commands import REGISTER_WRITE_OPCODES, Command, op_fields
-from .kept_lut import load_in_groups
+from ..lib.kept_lut import load_in_groups
+from ..intake.commands import REGISTER_WRITE_OPCODES, Command, op_fields
 
 
 def registers_layout(pipe):

@@ -1,6 +1,6 @@
 """The FPGA top: the engine behind its AXI4-Lite CSR front end.
 
-A CPU reaches everything through `s_axil` (registers of `hdl.regmap`, including a UB
+A CPU reaches everything through `s_axil` (registers of `hdl.soc.regmap`, including a UB
 window); the engine reaches external memory through `m_axi`; the UB is the engine's own
 block RAM.
 """
@@ -11,10 +11,10 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import DEFAULT_PROFILE, GM_ADDR_BITS
 
+from ..lib.axi import AXI4Signature
+from ..top import AXI_ID_BITS, MteDma
 from . import regmap
-from .axi import AXI4Signature
 from .csr import AXI4LiteSignature, CsrFrontEnd, status_port
-from .top import AXI_ID_BITS, MteDma
 
 
 class MteDmaFpga(wiring.Component):

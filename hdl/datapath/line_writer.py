@@ -7,8 +7,8 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS, UB_LINE
 
-from .aligner import buffered_output
-from .layouts import ub_word_bits
+from ..lib.stream import buffered_output
+from ..layouts import ub_word_bits
 from .pad import ub_write_layout
 from .ub_reader import walk_row_words
 

@@ -6,9 +6,9 @@ from amaranth.lib.wiring import In, Out
 
 from model.isa import GM_ADDR_BITS
 
-from .axi import AXI4WriteSignature
+from ..lib.axi import AXI4WriteSignature
+from ..layouts import AbortSignature, Completion, RowJob, UbReadSignature
 from .axi_writer import AxiWriter
-from .layouts import AbortSignature, Completion, RowJob, UbReadSignature
 from .legalizer import GmRow, gm_row_of
 from .ub_reader import ub_source
 

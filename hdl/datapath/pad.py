@@ -6,10 +6,11 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from model.isa import UB_ADDR_BITS
-from .aligner import buffered_output, dst_word_layout, offset_bits, skid_stage
-from .arith import sum_mod
-from .kept_lut import load_in_groups
-from .layouts import EXTENT_BITS, LEFT_BITS, LEN_BITS, ub_word_bits
+from ..lib.arith import sum_mod
+from ..lib.kept_lut import load_in_groups
+from ..lib.stream import buffered_output, skid_stage
+from ..layouts import EXTENT_BITS, LEFT_BITS, LEN_BITS, ub_word_bits
+from .aligner import dst_word_layout, offset_bits
 
 PAD8_BYTES = 8
 

@@ -1,0 +1,7 @@
+"""One pipe's command sequencer and what it is made of: the configuration registers, the
+copy rule checker, the address generator that turns a checked copy into rows; and the
+event flags between pipes.
+
+Imports from `hdl.lib`, `hdl.layouts`, `hdl.ub`, `hdl.datapath` and `hdl.intake` (and
+`model`).
+"""
