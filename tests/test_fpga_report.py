@@ -4,8 +4,9 @@
 
 import pytest
 
-from hdl.fpga.build import (BLOCK_CELLS, LateRegister, Result, block_shares, blocks_table,
-                            late_lines, late_registers, main, setup_ns)
+from hdl.fpga.build import main
+from hdl.fpga.report import (BLOCK_CELLS, LateRegister, Result, block_shares, blocks_table,
+                             late_lines, late_registers, setup_ns)
 
 
 def net(driver, *sinks):

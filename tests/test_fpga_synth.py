@@ -13,8 +13,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.ecp5 import Ecp5Target
-from hdl.fpga.build import (BLOCK_CELLS, block_shares, block_totals, synthesize,
-                            write_verilog, yosys)
+from hdl.fpga.build import synthesize, write_verilog, yosys
+from hdl.fpga.report import BLOCK_CELLS, block_shares, block_totals
 from hdl.soc.fpga_top import MteDmaFpga
 from hdl.lib.queue import BypassQueue
 from hdl.lib.register_copy import RegisterCopy
