@@ -39,7 +39,7 @@ class LineWriter(wiring.Component):
     queues a row for the UB reader and for this writer on the same edge, and the reader
     asks for the row's words only after it has taken the row, so the words land at least
     one edge after the row is on `rows`, behind every word of the rows before it. So
-    `data.ready` is the output queue's room alone, a register (aligner.buffered_output):
+    `data.ready` is the output queue's room alone, a register (stream.buffered_output):
     the UB reader's queue, placed by the block RAMs' read data, takes its read enable
     straight from a flip-flop, and waits neither on the row queue nor on the UB's `ready`,
     which only steps the output queue.

@@ -93,7 +93,7 @@ class PadInserter(wiring.Component):
     rows follow each other with no gap; the datapaths hand a row over several cycles
     before its first data word. `data.ready` and `rows.ready` depend only on registers
     (both registers are `skid_stage`s, so a handshake's decision ends at the next stage);
-    `ub.ready` only steps the output queue (see aligner.buffered_output).
+    `ub.ready` only steps the output queue (see stream.buffered_output).
     """
 
     def __init__(self, width_bytes=32):
@@ -233,7 +233,7 @@ class PadInserter(wiring.Component):
     def _setup(self, m, index_bits, take, skid_take):
         """The set-up register in front of the row registers, and the word counts the row
         registers load from it (one carry chain each). Returns (valid, set-up); `take` and
-        its copy `skid_take`: the row registers load it (see aligner.skid_stage)."""
+        its copy `skid_take`: the row registers load it (see stream.skid_stage)."""
         width, shift = self._width, self._shift
         # The row is registered as it is taken, so its sums start at a register of this
         # block rather than at the row fork's queue; the stage costs no time in the

@@ -126,7 +126,7 @@ class AddressGenerator(wiring.Component):
         walking = Signal()
         step = Signal(Step)                              # how the walked row was reached
         # The row made this cycle (walked, or a taken copy's first) goes to a two-entry
-        # output queue (aligner.buffered_output), whose `room` is a register: so whether
+        # output queue (stream.buffered_output), whose `room` is a register: so whether
         # a row is made, which enables most of this block's flip-flops, waits on no
         # `ready` from afar, only on registers of this block.
         row = Signal(RowJob)
