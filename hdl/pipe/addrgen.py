@@ -1,5 +1,7 @@
 """The loop/burst address generator: the rows of a checked copy, one per cycle."""
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import enum, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -74,6 +76,56 @@ def _pick(step, choices):
     return Mux(step == Step.LOOP2, choices[2], Mux(step == Step.LOOP1, choices[1], choices[0]))
 
 
+@dataclass
+class _Loops:
+    """The loop walk's state, one entry per level of LOOP_COUNTS (n_burst, loop1, loop2)."""
+    counters: list      # rows or iterations of the level left
+    # Whether the level's counter is 1 and whether the copy's count is 2, as registers:
+    # the at-end flags below are a choice among registers, with no wide compare in front.
+    at_one: list
+    count_two: list
+    # Whether the walked row is its level's last (registers). How the next row is reached
+    # follows from them alone, so it is a register loaded with the flags: it enables most
+    # of the block's flip-flops.
+    at_end: list
+    # What the flags become if a row is walked (`walked`, from registers) or a copy taken
+    # (`taken`, the checker's registers); `moved`: the one of the two that happens. The
+    # output queue's room, which waits on `ready` from afar, only picks between that and
+    # holding, one gate before each.
+    walked: list
+    taken: list
+    moved: list
+
+    @classmethod
+    def of(cls, m, job, incoming, walking):
+        """The state for copies like `job`; `moved` follows `walked` while a copy is
+        `walking`, else the `incoming` copy's `taken`."""
+        loops = cls(
+            counters=[Signal(len(job.geom[name]), name=f"{name}_left") for name in LOOP_COUNTS],
+            at_one=[Signal(name=f"{name}_left_one") for name in LOOP_COUNTS],
+            count_two=[Signal(name=f"{name}_two") for name in LOOP_COUNTS],
+            at_end=[Signal(name=f"{name}_at_end") for name in LOOP_COUNTS],
+            walked=[Signal(name=f"{name}_at_end_walked") for name in LOOP_COUNTS],
+            taken=[incoming.geom[f"{name}_second_end"] for name in LOOP_COUNTS],
+            moved=[Signal(name=f"{name}_at_end_moved") for name in LOOP_COUNTS])
+        m.d.comb += [flag.eq(Mux(walking, w, t))
+                     for flag, w, t in zip(loops.moved, loops.walked, loops.taken)]
+        return loops
+
+    def load_first(self, m, incoming, first_next):
+        """The counters as after the incoming copy's first row: the level that steps has
+        counted it."""
+        for level, name in enumerate(LOOP_COUNTS):
+            count = incoming.geom[name]
+            m.d.sync += self.count_two[level].eq(incoming.geom[f"{name}_two"])
+            with m.If(first_next == level):
+                m.d.sync += [self.counters[level].eq(count - 2),
+                             self.at_one[level].eq(count == 3)]
+            with m.Else():
+                m.d.sync += [self.counters[level].eq(count - 1),
+                             self.at_one[level].eq(count == 2)]
+
+
 class AddressGenerator(wiring.Component):
     """Walks the loop nest of a checked copy and emits its rows (layouts.RowJob).
 
@@ -121,7 +173,7 @@ class AddressGenerator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        rows, incoming = self.rows, self.copy.payload
+        incoming = self.copy.payload
         job = Signal(checked_copy_layout(self.kind))    # the copy being walked
         walking = Signal()
         step = Signal(Step)                              # how the walked row was reached
@@ -131,34 +183,9 @@ class AddressGenerator(wiring.Component):
         # `ready` from afar, only on registers of this block.
         row = Signal(RowJob)
         put = Signal()
-        advance = buffered_output(m, rows, row, put, name="row")
-        counters = [Signal(len(job.geom[name]), name=f"{name}_left") for name in LOOP_COUNTS]
-        # Per loop level, whether its counter is 1 and whether the copy's count is 2, as
-        # registers: the at-end flags below are a choice among registers, with no wide
-        # compare in front of them.
-        at_one = [Signal(name=f"{name}_left_one") for name in LOOP_COUNTS]
-        count_two = [Signal(name=f"{name}_two") for name in LOOP_COUNTS]
-        # Per loop level, whether the walked row is its level's last (registers). How the
-        # next row is reached follows from them alone, so it is a register loaded with the
-        # flags: it enables most of this block's flip-flops.
-        at_end = [Signal(name=f"{name}_at_end") for name in LOOP_COUNTS]
-        next_step = Signal(Step, name="next_step").as_value()   # compared as a number
-        # What the flags become if a row is walked (`walked`, from registers) or a copy
-        # taken (`taken`, the checker's registers); `advance`, which waits on `ready` from
-        # afar, only picks between that and holding (below), one gate before each.
-        walked = [Signal(name=f"{name}_at_end_walked") for name in LOOP_COUNTS]
-        taken = [incoming.geom[f"{name}_second_end"] for name in LOOP_COUNTS]
-        moved = [Signal(name=f"{name}_at_end_moved") for name in LOOP_COUNTS]
-        m.d.comb += [flag.eq(Mux(walking, w, t)) for flag, w, t in zip(moved, walked, taken)]
-
-        # Copies are numbered as the datapath counts them, from 0.
-        number = Signal(COPY_SEQ_BITS, init=-1 % 2 ** COPY_SEQ_BITS)
-        # A request is registered before it ends the copy, so the copy-number compare is
-        # not in front of the loop counters' enables.
-        aborted = Signal()
-        hit = self.abort.valid & (self.abort.copy == number)
-        with m.If(walking):
-            m.d.sync += aborted.eq(aborted | hit)
+        advance = buffered_output(m, self.rows, row, put, name="row")
+        loops = _Loops.of(m, job, incoming, walking)
+        number, aborted, hit = self._abort(m, walking)
         # Whether the walked row ends the copy (it is the last, or the copy is aborted), as
         # a register of its own: it picks the at-end flags that decide the next step, so no
         # gate of the two lies in front of them.
@@ -166,7 +193,7 @@ class AddressGenerator(wiring.Component):
 
         take = self.copy.valid & self.copy.ready
         m.d.comb += [self.copy.ready.eq(~walking & advance),
-                     self.busy.eq(walking | rows.valid)]
+                     self.busy.eq(walking | self.rows.valid)]
         walk = Signal()
         # A row is made while a copy is walked or one is taken: walk | take, with no gate
         # of the handshake in front, which the pipe shares.
@@ -177,33 +204,78 @@ class AddressGenerator(wiring.Component):
         # enables are registers and `advance`, never the pipe's `copy.valid`. Only
         # `walking`, the copy number and the last sid wait on a copy being taken.
         idle = ~walking
-        moves = walk | idle
-        with m.If(moves):
-            m.d.sync += [now.eq(flag) for now, flag in zip(at_end, moved)]
-            m.d.sync += next_step.eq(_next_step(moved))
-        # Copies of `next_step` for the loop counters and for the at-end flags, apart from
-        # the one that picks the walk's bases and strides: the datapath is wide and far,
-        # and a decode of one register shared with it would sit among it.
-        step_copies = []
-        for use in ("count", "flags"):
-            copy = m.submodules[f"next_step_{use}"] = RegisterCopy(len(next_step))
-            m.d.comb += copy.d.eq(Mux(moves, _next_step(moved), copy.q))
-            step_copies.append(copy.q)
-        count_step, flags_step = step_copies
+        next_step, count_step, flags_step = self._next_steps(m, loops, walk | idle)
         # `ending` of the row walked next, from registers (and `hit`): while a copy is
         # walked, whether the row after the walked one is the last (if the walked one ends
         # the copy, none is walked next and the value is not looked at); while none is,
         # whether the incoming copy's second row is. Not the AND of the `moved` flags,
         # whose LUTs would stand in front of it.
-        walked_last = self._walked_last(job, at_one, at_end, flags_step)
+        walked_last = self._walked_last(job, loops.at_one, loops.at_end, flags_step)
         m.d.sync += ending.eq(Mux(walking, Mux(advance, walked_last, ending) | aborted | hit,
-                                  taken[0] & taken[1] & taken[2]))
+                                  loops.taken[0] & loops.taken[1] & loops.taken[2]))
         # The incoming copy's first row, walked as it is taken. A copy is not empty, so a
         # count that is not many is 1.
         first_at_end = [~incoming.geom[f"{name}_many"] for name in LOOP_COUNTS]
         first_next = _next_step(first_at_end)
         first_ending = first_at_end[0] & first_at_end[1] & first_at_end[2]
 
+        self._row_addresses(m, row, job, walking, idle, walk, (step, next_step, first_next))
+        first_sid = self._row_fields(m, row, job, walking, ending, first_ending)
+        with m.If(walk):
+            m.d.sync += step.eq(next_step)
+            with m.If(ending):
+                m.d.sync += walking.eq(0)
+            with m.Else():
+                self._count(m, job, loops.counters, loops.at_one, loops.count_two,
+                            count_step)
+        self._walked_at_end(m, job, loops.at_one, loops.at_end, flags_step, loops.walked)
+        self._take(m, take, number, first_sid, walking, first_ending)
+        # The copy to walk, and the walk as after its first row, load on every cycle none
+        # is walked: the copy taken is the one they hold when walking starts.
+        with m.If(idle):
+            m.d.sync += [job.eq(incoming), aborted.eq(0), step.eq(first_next)]
+            loops.load_first(m, incoming, first_next)
+        return m
+
+    def _abort(self, m, walking):
+        """The number of the copy taken last, and whether an abort request names it:
+        registered (`aborted`) while the copy is walked, and as it comes (`hit`)."""
+        # Copies are numbered as the datapath counts them, from 0.
+        number = Signal(COPY_SEQ_BITS, init=-1 % 2 ** COPY_SEQ_BITS)
+        # A request is registered before it ends the copy, so the copy-number compare is
+        # not in front of the loop counters' enables.
+        aborted = Signal()
+        hit = self.abort.valid & (self.abort.copy == number)
+        with m.If(walking):
+            m.d.sync += aborted.eq(aborted | hit)
+        return number, aborted, hit
+
+    @staticmethod
+    def _next_steps(m, loops, moves):
+        """How the next row is reached, as a register loaded with the at-end flags when
+        the walk `moves`, and two copies of it: one for the loop counters, one for the
+        at-end flags. Returns the three."""
+        next_step = Signal(Step, name="next_step").as_value()   # compared as a number
+        with m.If(moves):
+            m.d.sync += [now.eq(flag) for now, flag in zip(loops.at_end, loops.moved)]
+            m.d.sync += next_step.eq(_next_step(loops.moved))
+        # Copies of `next_step` for the loop counters and for the at-end flags, apart from
+        # the one that picks the walk's bases and strides: the datapath is wide and far,
+        # and a decode of one register shared with it would sit among it.
+        step_copies = []
+        for use in ("count", "flags"):
+            copy = m.submodules[f"next_step_{use}"] = RegisterCopy(len(next_step))
+            m.d.comb += copy.d.eq(Mux(moves, _next_step(loops.moved), copy.q))
+            step_copies.append(copy.q)
+        return next_step, *step_copies
+
+    def _row_addresses(self, m, row, job, walking, idle, walk, steps):
+        """The row's addresses, walked (`_walk_low`, `_output_high`) while a copy is
+        walked, else the incoming copy's start; its `split` and `ub_words_m1`. `steps`:
+        how the walked row was reached, how the next one is, and how the incoming copy's
+        second row is."""
+        step, next_step, first_next = steps
+        incoming = self.copy.payload
         for field, side in ROW_ADDRESSES[self.kind].items():
             low, carry = self._walk_low(m, job, incoming.geom, side, idle, walk, next_step,
                                         first_next)
@@ -218,31 +290,36 @@ class AddressGenerator(wiring.Component):
                      incoming.geom[side])):
                 with m.If(made):
                     m.d.comb += row[field].eq(full)
-                    if field == "gm_addr" and self.kind in GM_KINDS:
-                        split = first_split(addr, source.geom.len_burst, self.width_bytes,
-                                            source.row_terms)
-                        m.d.comb += [row.split[name].eq(value)
-                                     for name, value in split.items()]
-                    if field == "ub_addr":
-                        m.d.comb += row.ub_words_m1.eq(
-                            ub_words_m1(addr, source.row_terms.len_m1, self.width_bytes))
-
+                    self._row_terms(m, row, field, addr, source)
         if self.kind not in GM_KINDS:
             m.d.comb += row.split.eq(0)         # no GM row
-        # The row made: walked while a copy is walked, else the first of the copy taken.
+
+    def _row_terms(self, m, row, field, addr, source):
+        """What a row's `field` address gives it: where its GM row's first burst ends
+        (`split`), or its UB row's words less one (`ub_words_m1`)."""
+        if field == "gm_addr" and self.kind in GM_KINDS:
+            split = first_split(addr, source.geom.len_burst, self.width_bytes,
+                                source.row_terms)
+            m.d.comb += [row.split[name].eq(value) for name, value in split.items()]
+        if field == "ub_addr":
+            m.d.comb += row.ub_words_m1.eq(
+                ub_words_m1(addr, source.row_terms.len_m1, self.width_bytes))
+
+    def _row_fields(self, m, row, job, walking, ending, first_ending):
+        """The row's other fields: walked while a copy is walked, else the first of the
+        copy taken. Returns whether that first row's sid differs from the row before it."""
         first_sid = Signal()
         with m.If(walking):
             m.d.comb += _row_fields(row, job, last=ending, new_sid=0)
         with m.Else():
-            m.d.comb += _row_fields(row, incoming, last=first_ending, new_sid=first_sid)
-        with m.If(walk):
-            m.d.sync += step.eq(next_step)
-            with m.If(ending):
-                m.d.sync += walking.eq(0)
-            with m.Else():
-                self._count(m, job, counters, at_one, count_two, count_step)
-        self._walked_at_end(m, job, at_one, at_end, flags_step, walked)
+            m.d.comb += _row_fields(row, self.copy.payload, last=first_ending,
+                                    new_sid=first_sid)
+        return first_sid
 
+    def _take(self, m, take, number, first_sid, walking, first_ending):
+        """Taking a copy: its number, whether its sid is new, and walking it if it has a
+        second row."""
+        incoming = self.copy.payload
         # The sid of the last copy taken: a copy's first row tells whether its sid differs
         # from the row before it.
         last_sid = Signal.like(incoming.sid)
@@ -250,21 +327,6 @@ class AddressGenerator(wiring.Component):
         with m.If(take):
             m.d.sync += [number.eq(number + 1), last_sid.eq(incoming.sid),
                          walking.eq(~first_ending)]
-        # The copy to walk, and the walk as after its first row, load on every cycle none
-        # is walked: the copy taken is the one they hold when walking starts.
-        with m.If(idle):
-            m.d.sync += [job.eq(incoming), aborted.eq(0), step.eq(first_next)]
-            # The counters as after the first row: the level that steps has counted it.
-            for level, name in enumerate(LOOP_COUNTS):
-                count = incoming.geom[name]
-                m.d.sync += count_two[level].eq(incoming.geom[f"{name}_two"])
-                with m.If(first_next == level):
-                    m.d.sync += [counters[level].eq(count - 2),
-                                 at_one[level].eq(count == 3)]
-                with m.Else():
-                    m.d.sync += [counters[level].eq(count - 1),
-                                 at_one[level].eq(count == 2)]
-        return m
 
     @staticmethod
     def _count(m, job, counters, at_one, count_two, step):
