@@ -1,13 +1,15 @@
 """Every property group `make formal` proves, with the mutations each must catch."""
 
-from amaranth.hdl import Mux
+from amaranth.hdl import Cat, Mux
 
-from hdl.datapath import axi_reader
-from hdl.datapath import axi_writer
-from hdl.datapath import legalizer
-from hdl.layouts import BUS_WIDTHS
+from hdl.datapath import axi_reader, axi_writer, legalizer, pad
+from hdl.layouts import BUS_WIDTHS, EXTENT_BITS
+from hdl.lib.arith import sum_mod
+from hdl.pipe import flags
 
 from .axi_master import reader_harness, writer_harness
+from .flags import flags_harness
+from .pad import pad_harness
 from .runner import Mutation, Proof
 from .splitter import splitter_harness
 
@@ -17,6 +19,10 @@ from .splitter import splitter_harness
 BMC_DEPTH = 24
 WRITER_DEPTH = 12               # about 10 minutes; each further step about doubles it
 SPLITTER_DEPTH = 4              # k-induction closes at 4 with the splitter's invariant
+PAD_DEPTH = 7                   # its first UB word at step 4, then one per cycle
+PAD_WIDTHS = (8, 32)            # the narrowest word, and the engine's UB word
+FLAGS_DEPTH = 2                 # sets a counter holds: 2 fill it within the bound
+FLAGS_BMC_DEPTH = 12            # a set is counted, and a wait granted, in 3 cycles
 AXI_WIDTH = 8                   # the narrowest bus: 256-beat bursts end inside a page
 AXI_OUTSTANDING = 2             # the limit is a parameter; 2 reaches it within the depth
 
@@ -52,6 +58,56 @@ def _wlast_on_first(condition, if_true, if_false):
     return Mux(condition, 1, if_false)
 
 
+def _row_end_one_byte_long(terms, width):
+    """The pad stage's sums with the row's last byte (extent + head - 1) one too far."""
+    if len(terms) == 3 and width == EXTENT_BITS + 1:
+        terms = [*terms, 1]
+    return sum_mod(terms, width)
+
+
+def _first_two_lanes_swapped(*parts):
+    """The pad stage's Cat of its byte lanes (one list) with lanes 0 and 1 swapped."""
+    if len(parts) == 1 and isinstance(parts[0], list):
+        lanes = parts[0]
+        return Cat(lanes[1], lanes[0], *lanes[2:])
+    return Cat(*parts)
+
+
+PAD_MUTATIONS = (
+    Mutation("right_fill_one_byte_long", "the row's last byte written is extent, not "
+             "extent - 1", ((pad, "sum_mod", _row_end_one_byte_long),)),
+    Mutation("lanes_0_1_swapped", "the UB word's byte lanes 0 and 1 swapped",
+             ((pad, "Cat", _first_two_lanes_swapped),)),
+)
+
+WHY_PAD_BMC = ("induction would need the stage's two skid stages and its five copies of "
+               "the word sequencer tied to the harness's ring of rows")
+
+class _SetLostWithGrant(flags._Counter):
+    """A counter that, given a set and a grant on one edge, takes one off."""
+    def update(self, m, inc, dec):
+        super().update(m, inc & ~dec, dec)
+
+
+class _NonzeroAfterLastGrant(flags._Counter):
+    """A counter still shown non-zero after its last set is taken."""
+    def update(self, m, inc, dec):
+        super().update(m, inc, dec)
+        with m.If(dec & ~inc):
+            m.d.sync += self.nonzero.eq(1)
+
+
+FLAGS_MUTATIONS = (
+    Mutation("set_lost_with_a_grant", "a set counted on the edge a wait takes one off "
+             "is lost", ((flags, "_Counter", _SetLostWithGrant),)),
+    Mutation("grant_invented", "a counter stays non-zero after its last set is taken",
+             ((flags, "_Counter", _NonzeroAfterLastGrant),)),
+)
+
+WHY_FLAGS_BMC = ("induction would need the tracked counter's register, picked among 144 "
+                 "by the free (src, dst, event), tied to the harness's balance and to "
+                 "each pipe's held set and pending wait")
+
 PROOFS = (
     Proof("axi4_master_read", reader_harness(AXI_WIDTH, AXI_OUTSTANDING), "bmc", BMC_DEPTH,
           (AXSIZE_WRONG,
@@ -66,5 +122,9 @@ PROOFS = (
            ), WHY_BMC),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),
+    *(Proof(f"pad_stage_w{width}", pad_harness(width), "bmc", PAD_DEPTH, PAD_MUTATIONS,
+            WHY_PAD_BMC) for width in PAD_WIDTHS),
+    Proof("event_flags", flags_harness(FLAGS_DEPTH), "bmc", FLAGS_BMC_DEPTH, FLAGS_MUTATIONS,
+          WHY_FLAGS_BMC),
 )
 
