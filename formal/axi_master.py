@@ -3,7 +3,7 @@ side) and its write half (AxiWriter, MTE3's), which `hdl.top` joins into m_axi m
 member. Each is proved with rows of any address and length coming in, and a slave that
 does anything AXI4 allows."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Value
 from amaranth.asserts import AnySeq
 
 from hdl.datapath.axi_reader import AxiReader
@@ -23,7 +23,7 @@ def free(m, *values):
 
 def free_stream(m, name, stream):
     """`stream` (an In stream of the block) offered by a producer that keeps the rules."""
-    free(m, stream.valid, stream.payload.as_value())
+    free(m, stream.valid, Value.cast(stream.payload))
     stream_rule(m, assume, name, stream)
 
 

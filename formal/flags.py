@@ -4,9 +4,12 @@ stays until a wait takes it (none lost: a wait on it while sets are counted is g
 within the flags' latency), and a set on it with room is counted within its latency.
 
 The pipes are free within the ports' rules: a set is held, unchanged, until `counted`
-(and is not shown on that cycle); a wait is held, unchanged, until `granted`."""
+(and is not shown on that cycle); a wait is held, unchanged, until `granted`.
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+Induction closes with an invariant: every counter's `nonzero` and `room` agree with its
+count, and the tracked counter holds the sets counted less the grants taken off."""
+
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.asserts import AnyConst
 
 from hdl.intake.intake import ENGINE_PIPES
@@ -14,7 +17,7 @@ from hdl.pipe.flags import EventFlags, _port_name
 from model.isa import EVENT_ID_BITS
 
 from .axi_master import free
-from .props import add_block, assume, past, prop
+from .props import add_block, assume, past, prop, registers
 
 # Cycles from a set shown to `counted`, and from a wait shown to `granted`, when the
 # counter allows them: the flags' registered lookups (EventFlags' docstring).
@@ -47,7 +50,9 @@ def flags_harness(depth):
                 m.d.comb += granted_here.eq(1)
             with m.If(port.valid & names_it):
                 m.d.comb += waiting_here.eq(1)
-        _balance(m, depth, counted_here, shown_here, granted_here, waiting_here)
+        balance = _balance(m, depth, counted_here, shown_here, granted_here, waiting_here)
+        _counters_match(m, registers(m.submodules["dut"]), depth, (src, dst, event),
+                        balance + counted_here)
         return m
     return build
 
@@ -100,3 +105,24 @@ def _balance(m, depth, counted, set_shown, granted, wait_shown):
     m.d.sync += starving_set.eq(Mux(set_shown & ~counted & (balance + 1 < depth),
                                     starving_set + 1, 0))
     prop(m, "set_with_room_counted_in_time", starving_set <= SET_LATENCY)
+    return balance
+
+
+def _counters_match(m, dut, depth, tracked, count):
+    """The induction invariant: every counter's flags agree with its count, and the
+    tracked counter holds the sets the pipes saw counted less the grants taken off."""
+    src, dst, event = tracked
+    consistent = []
+    by_triple = {}
+    for a in ENGINE_PIPES:
+        for b in ENGINE_PIPES:
+            for e in range(1 << EVENT_ID_BITS):
+                name = f"flag_{a.name}_{b.name}_{e}"
+                value = dut[name]
+                consistent.append((value <= depth) & (dut[f"{name}_nonzero"] == (value != 0))
+                                  & (dut[f"{name}_room"] == (value != depth)))
+                by_triple[a, b, e] = value
+    prop(m, "flag_counters_consistent", Cat(*consistent).all())
+    tracked_count = Array(Array(Array(by_triple[a, b, e] for e in range(1 << EVENT_ID_BITS))
+                                for b in ENGINE_PIPES) for a in ENGINE_PIPES)
+    prop(m, "tracked_counter_holds_the_balance", tracked_count[src][dst][event] == count)

@@ -13,8 +13,8 @@ are only counted on), and at most RING - 1 rows are in flight."""
 from amaranth.hdl import Array, C, Cat, Module, Mux, Signal
 from amaranth.lib import data
 
-from hdl.layouts import EXTENT_BITS
 from hdl.datapath.pad import PAD8_BYTES, PadInserter
+from hdl.layouts import EXTENT_BITS
 from model.isa import UB_ADDR_BITS
 
 from .axi_master import free, free_stream

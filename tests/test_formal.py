@@ -25,6 +25,12 @@ def test_splitter_contract_proved_by_induction_at_w8(tmp_path):
     assert result.properties >= 12
 
 
+def test_intake_contract_proved_by_induction(tmp_path):
+    result = run_proof(BY_GROUP["command_intake"], root=tmp_path)
+    assert result.status == "proved", result.log[-2000:]
+    assert result.properties >= 8
+
+
 @pytest.mark.parametrize("group, mutation, expected", [
     ("axi4_master_write", "wlast_on_first_beat", "wlast_on_last_beat_only"),
     ("axi4_master_write", "one_burst_too_many", "aw_outstanding_within_max"),
@@ -32,7 +38,9 @@ def test_splitter_contract_proved_by_induction_at_w8(tmp_path):
     ("burst_splitter_w32", "burst_crosses_4k", "burst_within_4k_page"),
     ("pad_stage_w8", "lanes_0_1_swapped", r"byte_[01]_is_its_data_or_pad"),
     ("pad_stage_w8", "right_fill_one_byte_long", r"strb_\d_covers_exactly_the_row"),
-    ("event_flags", "grant_invented", "no_grant_without_a_counted_set"),
+    ("event_flags", "grant_invented",
+     r"no_grant_without_a_counted_set|flag_counters_consistent"),
+    ("command_intake", "command_lost_when_refused", "command_offered_with_its_last_word"),
 ])
 def test_mutation_caught_with_name_and_trace(tmp_path, group, mutation, expected):
     proof = _shallow(BY_GROUP[group], QUICK_DEPTH)
