@@ -1,8 +1,8 @@
 """The whole engine at W = 8 in cocotb, launched from pytest: a file of its own, so that
-under pytest-xdist (`--dist loadfile`) it runs beside tests/test_cocotb.py's simulation
-rather than after it."""
+under pytest-xdist (`--dist loadfile`) its build and runs go beside tests/test_cocotb.py's
+rather than after them, and only this file's worker builds it."""
 
-from test_cocotb import _failures
+from test_cocotb import _failures, backdoor_matches_port
 
 from tb import run as tb_run
 
@@ -23,3 +23,7 @@ def test_a_narrow_bus_runs_long_copies_behind_a_full_queue():
     assert not result.failed, "\n".join(_failures(records))
     assert [r["category"] for r in records].count("example") == 8
     assert len(records) == 8 + 1 + 6
+
+
+def test_ub_backdoor_matches_the_port_at_the_narrowest_ub_word():
+    backdoor_matches_port("kirin9030", 8)

@@ -40,6 +40,36 @@ def test_verilog_is_generated_again_only_when_its_sources_change(tmp_path, monke
     assert len(calls) == 5 and out.read_text() == "// 5\n"
 
 
+
+def test_quick_builds_compile_at_o0_in_directories_of_their_own(tmp_path, monkeypatch):
+    """MTE_QUICK_BUILD=1, as the suite sets it: verilated.mk's optimisation levels are
+    -O0, in a `_quick` build directory; without it, or for a build that asks for no quick
+    one (the FPGA top's), its own -Os, in the usual one."""
+    from cocotb_tools import runner as runners
+    builds = []
+
+    class Recorder:
+        def build(self, build_dir, **kwargs):
+            builds.append((build_dir.name, os.environ["MAKEFLAGS"]))
+
+    def generate(profile, width, root, toplevel, gen_args):
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "mte_dma.v").write_text("module mte_dma; endmodule\n")
+        return root / "mte_dma.v"
+
+    for name in ("MAKEFLAGS", "PATH", "VERILATOR_ROOT"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))     # restored after the test
+    monkeypatch.setattr(runners, "get_runner", lambda sim: Recorder())
+    monkeypatch.setattr(tb_run, "generate_verilog", generate)
+    for variable, quick in (("1", None), ("0", None), ("1", False)):
+        monkeypatch.setenv("MTE_QUICK_BUILD", variable)
+        tb_run.build("verilator", "a5", 32, waves=False, root=tmp_path / variable,
+                     quick=quick)
+    full = ("verilator_a5_w32", "CFG_CXXFLAGS_PCH_I=-include")
+    assert builds == [
+        ("verilator_a5_w32_quick",
+         "CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"), full, full]
+
 def test_three_concurrent_runs_share_a_checkout(tmp_path):
     """Three `mte run --engine both` of seed example 1 at once in one checkout: one
     process generates and builds under the lock (if not built yet), the others wait for
