@@ -2,14 +2,18 @@
 
 from amaranth.hdl import Cat, Mux
 
-from hdl.datapath import axi_reader, axi_writer, legalizer, pad
+from hdl import top
+from hdl.datapath import aligner, axi_reader, axi_writer, legalizer, pad
 from hdl.intake import intake
 from hdl.intake.intake import word_count
 from hdl.layouts import BUS_WIDTHS, EXTENT_BITS
 from hdl.lib.arith import sum_mod
 from hdl.pipe import flags
+from hdl.pipe.pipe import PipeController
 
+from .aligner import aligner_harness
 from .axi_master import reader_harness, writer_harness
+from .engine import completions_harness, idle_engine_harness
 from .flags import flags_harness
 from .intake import intake_harness
 from .pad import pad_harness
@@ -30,6 +34,16 @@ FLAGS_DEPTH = 2                 # sets a counter holds: 2 fill it within the bou
 # k-induction closes at 4; at 10 the base case holds a set lost or invented and seen.
 FLAGS_PROVE_DEPTH = 10
 INTAKE_DEPTH = 3                # k-induction closes at 3 with the invariant
+ENGINE_WIDTH = 8                # the narrowest bus, for the smallest engine
+ENGINE_DEPTH = 24               # about 3 minutes: given nothing, the engine stays simple
+# A one-word command completes 3 cycles after it is accepted; with free commands yices
+# takes about 100 s to depth 10 and over 5 minutes to 12.
+COMPLETIONS_DEPTH = 10
+# The aligner's "any byte" contract at W = 4: yices takes about 110 s to depth 11, which
+# holds a whole row of up to 2 words; at W = 16 the first output word (step 8) took over
+# 4 minutes.
+ALIGNER_WIDTH = 4
+ALIGNER_DEPTH = 11
 AXI_WIDTH = 8                   # the narrowest bus: 256-beat bursts end inside a page
 AXI_OUTSTANDING = 2             # the limit is a parameter; 2 reaches it within the depth
 
@@ -130,6 +144,46 @@ INTAKE_MUTATIONS = (
              ((intake, "_takes", _taken_without_ready),)),
 )
 
+def _phantom_row(issue_rows):
+    """Every GM side's splitter offered a row on every cycle, which nobody sent."""
+    def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
+        splitter, issuer = issue_rows(m, rows, axi, prefix, width_bytes, max_outstanding,
+                                      id_width)
+        m.d.comb += splitter.rows.valid.eq(1)
+        return splitter, issuer
+    return patched
+
+
+PHANTOM_ROW = Mutation("phantom_row", "the GM sides' splitters see a row nobody sent",
+                       ((axi_reader, "issue_rows", _phantom_row(legalizer.issue_rows)),
+                        (axi_writer, "issue_rows", _phantom_row(legalizer.issue_rows))))
+
+class _CompletesTwice(PipeController):
+    """A pipe that counts a command that ends in it (not a copy) twice."""
+    def _status(self, m, in_flight, landed, finished, copy_end, *rest):
+        return super()._status(m, in_flight, landed, finished, finished | copy_end, *rest)
+
+
+COMPLETES_TWICE = Mutation("completes_twice", "a command that ends in its pipe counts as "
+                           "two completions", ((top, "PipeController", _CompletesTwice),))
+
+def _rotated_one_lane_more(rotate_left):
+    def patched(value, amount, unit):
+        return rotate_left(value, amount, unit).rotate_left(unit)
+    return patched
+
+
+ROTATOR_OFF = Mutation("rotator_one_lane_off", "each rotator stage turns one lane more",
+                       ((aligner, "_rotate_left", _rotated_one_lane_more(aligner._rotate_left)),))
+
+WHY_ALIGNER_BMC = ("induction would need the rotator stages, the output queue and the "
+                   "source and destination word counts tied to the harness's counts")
+
+WHY_ENGINE_BMC = ("induction would need invariants over every pipe, queue and datapath "
+                  "register of the engine (that an engine given no command keeps them "
+                  "empty; that each pipe's completed count trails its accepted commands by "
+                  "what its queue and datapath hold)")
+
 PROOFS = (
     Proof("axi4_master_read", reader_harness(AXI_WIDTH, AXI_OUTSTANDING), "bmc", BMC_DEPTH,
           (AXSIZE_WRONG,
@@ -149,5 +203,11 @@ PROOFS = (
     Proof("command_intake", intake_harness(), "prove", INTAKE_DEPTH, INTAKE_MUTATIONS),
     Proof("event_flags", flags_harness(FLAGS_DEPTH), "prove", FLAGS_PROVE_DEPTH,
           FLAGS_MUTATIONS),
+    Proof(f"aligner_any_byte_w{ALIGNER_WIDTH}", aligner_harness(ALIGNER_WIDTH), "bmc",
+          ALIGNER_DEPTH, (ROTATOR_OFF,), WHY_ALIGNER_BMC),
+    Proof(f"idle_engine_w{ENGINE_WIDTH}", idle_engine_harness(ENGINE_WIDTH), "bmc",
+          ENGINE_DEPTH, (PHANTOM_ROW,), WHY_ENGINE_BMC),
+    Proof(f"engine_completions_w{ENGINE_WIDTH}", completions_harness(ENGINE_WIDTH), "bmc",
+          COMPLETIONS_DEPTH, (COMPLETES_TWICE,), WHY_ENGINE_BMC),
 )
 

@@ -41,6 +41,8 @@ def test_intake_contract_proved_by_induction(tmp_path):
     ("event_flags", "grant_invented",
      r"no_grant_without_a_counted_set|flag_counters_consistent"),
     ("command_intake", "command_lost_when_refused", "command_offered_with_its_last_word"),
+    ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),
+    ("aligner_any_byte_w4", "rotator_one_lane_off", r"dst_lane_\d_carries_its_byte"),
 ])
 def test_mutation_caught_with_name_and_trace(tmp_path, group, mutation, expected):
     proof = _shallow(BY_GROUP[group], QUICK_DEPTH)
