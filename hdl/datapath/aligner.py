@@ -26,6 +26,8 @@ buffered_output); that queue and the merge's control share no gate, so a route
 between the two starts or ends at a flip-flop, never in the middle of a path.
 """
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -156,6 +158,93 @@ def _emits(nonempty, uses_hi, two, room):
     return nonempty & (~uses_hi | two) & room
 
 
+@dataclass
+class _Ring:
+    """The queue of rotated words: a ring; a word is written at `wr` and stays put, and
+    the merge reads the two oldest, at `rd` and `rd + 1`. So what the merge decides (how
+    many entries it retires) only steps a pointer, and every wide mux is selected by
+    registers. A free entry loads the rotator's word on every cycle, so it holds the word
+    on the cycle it is pushed, and the wide enables are the entries' own registered
+    `live` bits."""
+    entries: list
+    live: Signal
+    rd: Signal
+    wr: Signal
+    # The fill as a thermometer: bit i is set while it holds more than i words, so its
+    # next value is a shift picked by the handshakes, with no sum.
+    filled: Signal
+    full: Signal
+
+    @classmethod
+    def of(cls, width_bytes):
+        entries = [Signal(8 * width_bytes, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
+        live = Signal(QUEUE_DEPTH)
+        rd = Signal(range(QUEUE_DEPTH))
+        wr = Signal(range(QUEUE_DEPTH))
+        filled = Signal(QUEUE_DEPTH)
+        full = Signal()
+        return cls(entries, live, rd, wr, filled, full)
+
+    def write(self, m, push, word):
+        """Every free entry loads `word`; `push` keeps it there and steps `wr`."""
+        for i in range(QUEUE_DEPTH):
+            with m.If(~self.live[i]):
+                m.d.sync += self.entries[i].eq(word)
+        with m.If(push):
+            m.d.sync += self.wr.eq(self.wr + 1)
+
+
+@dataclass
+class _Merge:
+    """The merge's registers: output word k of the head row, what it is and needs (for
+    k = 0 the head row's single, pair, uses0 and pops0, loaded with it; for k > 0 worked
+    out at the previous word), and whether it goes (`emit`) and retires (`pops`)."""
+    head: Signal
+    have_head: Signal
+    first: Signal               # k = 0
+    out_left: Signal            # for k > 0: output words of the row after word k
+    last: Signal                # k is the row's last output
+    next_last: Signal           # k + 1 is the row's last output
+    uses_hi: Signal             # lanes [r, W) come from the hi word
+    pops_if: Signal             # entries it retires
+    almost_full: Signal         # the ring holds QUEUE_DEPTH - 1 words
+    ends_if: Signal             # last & (~uses_hi | two): output k ends the row
+    room: Signal                # the output queue's room, a copy beside the merge
+    emit: Signal
+    pops: Signal
+    # Whether output k retires an entry if it goes: a register, so whether the ring is
+    # full next, and the source side's room, wait on the output's room alone and not on
+    # the merge's decision (from `uses_hi`, the fill and `pops_if`).
+    retires_if: Signal
+
+    @classmethod
+    def of(cls, m, row_layout, index_bits, ring):
+        head = Signal(row_layout)
+        have_head = Signal()
+        first = Signal(init=1)
+        out_left = Signal(index_bits)
+        last = Signal()
+        next_last = Signal()
+        uses_hi = Signal()
+        pops_if = Signal(2)
+        # The ring's fill as flags, so `emit` is one LUT and whether the ring will be
+        # full is a gate or two from registers.
+        nonempty = ring.filled[0]
+        two = ring.filled[1]
+        almost_full = Signal()
+        ends_if = Signal()
+        room = Signal()
+        emit = Signal()
+        pops = Signal(2)
+        retires_if = Signal()
+        m.d.comb += [
+            emit.eq(_emits(nonempty, uses_hi, two, room)),
+            pops.eq(Mux(emit, pops_if, 0)),
+        ]
+        return cls(head, have_head, first, out_left, last, next_last, uses_hi, pops_if,
+                   almost_full, ends_if, room, emit, pops, retires_if)
+
+
 class Aligner(wiring.Component):
     """Re-aligns rows of bytes between two word streams of `width_bytes` (W) bytes.
 
@@ -219,7 +308,8 @@ class Aligner(wiring.Component):
         # source word.
         tag = Signal(tag_layout)
         next_rows = [Signal(name=f"next_row{k}") for k in range(ROW_LOAD_GROUPS)]
-        next_row, setup_take, setup_skid_take, queue_row = next_rows
+        # next_rows[0] loads the row registers (_source_side).
+        setup_take, setup_skid_take, queue_row = next_rows[1:]
         setup_valid, setup = self._setup(m, tag_layout, index_bits, setup_take,
                                          setup_skid_take)
 
@@ -235,31 +325,54 @@ class Aligner(wiring.Component):
         # enables are worked out from copies of the two (see _data_advance).
         last_valid_next = Signal()
         full_next = Signal()
-
-        # --- Queue of rotated words: a ring; a word is written at `wr` and stays put, and
-        # the merge reads the two oldest, at `rd` and `rd + 1`. So what the merge decides
-        # (how many entries it retires) only steps a pointer, and every wide mux is
-        # selected by registers. A free entry loads the rotator's word on every cycle,
-        # so it holds the word on the cycle it is pushed, and the wide enables are the
-        # entries' own registered `live` bits.
-        ring = [Signal(8 * width, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
-        live = Signal(QUEUE_DEPTH)
-        rd = Signal(range(QUEUE_DEPTH))
-        wr = Signal(range(QUEUE_DEPTH))
-        # The queue's fill as a thermometer: bit i is set while it holds more than i
-        # words, so its next value is a shift picked by the handshakes, with no sum.
-        filled = Signal(QUEUE_DEPTH)
-        full = Signal()
+        ring = _Ring.of(width)
         # Room is judged on the registered fill alone, so `dst.ready` does not reach back
         # to `src.ready`; the fourth entry makes up for it.
-        m.d.comb += advance.eq(~st_valid[-1] | ~full)
+        m.d.comb += advance.eq(~st_valid[-1] | ~ring.full)
 
-        # Source words of the current row still to come after this one; whether this one
-        # is the last is known a cycle ahead (`_row_load_decisions`).
-        src_left = Signal(index_bits)
         # The rotator can take a word next cycle: its last stage will not then hold a
         # word the queue has no room for.
         src_room = Signal()
+        src_take = self._source_side(m, tag, next_rows, setup_valid, setup, src_room,
+                                     index_bits)
+        self._rotator(m, (src_take, self.src.payload.data, tag.r), st_valid, st, advance,
+                      (last_valid_next, full_next))
+
+        push = Signal()
+        m.d.comb += push.eq(st_valid[-1] & advance)
+        ring.write(m, push, st[-1].data)
+
+        # --- Merge: output word k of the head row, the oldest row not yet wholly output.
+        # Rows enter a queue of their own as the source side loads them, with their lane
+        # masks decoded, ahead of their words; the head row register loads the queue's
+        # output register (or a row entering the empty queue) when the head row's last
+        # output leaves. What each output needs and retires is known a cycle ahead: for
+        # the first word from the set-up fields, for later ones from flags worked out at
+        # the previous word. So `emit`, the lane selects and the strobes are a gate or two
+        # from registers.
+        merge = _Merge.of(m, row_layout, index_bits, ring)
+        filled_next, rd_next = self._ring_read(m, ring, merge, push, advance, st_valid,
+                                               src_take, (last_valid_next, full_next,
+                                                          src_room))
+        loading = self._row_queue(m, merge, ring, setup_valid, setup, queue_row, row_layout,
+                                  stages)
+        first_next, last_next, uses_hi_next = self._output_control(
+            m, merge, ring, (filled_next, push), loading, index_bits)
+
+        # The lanes read copies of the merge's registers, so the control's own registers
+        # are not drawn out across the datapath, away from the gates they feed.
+        lane_rd, lane_uses_hi, lane_first, lane_last = self._lane_copies(
+            m, rd_next, uses_hi_next, first_next, last_next)
+        self._output_queue(m, merge, ring, (lane_rd, lane_uses_hi, lane_first, lane_last))
+        return m
+
+    def _source_side(self, m, tag, next_rows, setup_valid, setup, src_room, index_bits):
+        """The row registers (`tag`) and the source handshake: a row loads when there is
+        none or its last source word is taken. Returns whether a source word is taken."""
+        next_row = next_rows[0]
+        # Source words of the current row still to come after this one; whether this one
+        # is the last is known a cycle ahead (`_row_load_decisions`).
+        src_left = Signal(index_bits)
         src_ready, src_take = self._row_load_decisions(
             m, next_rows, self.src.valid, src_room, setup_valid,
             loaded_last=setup.src_last, stepped_last=src_left == 1)
@@ -268,11 +381,17 @@ class Aligner(wiring.Component):
             m.d.sync += [tag.eq(setup.tag), src_left.eq(setup.src_left)]
         with m.Elif(src_take):
             m.d.sync += src_left.eq(src_left - 1)
+        return src_take
 
-        group_bits = 8 * width // ROTATOR_GROUPS
-        for i, (lo, hi) in enumerate(_rotate_slices(width)):
+    def _rotator(self, m, source, st_valid, st, advance, hold):
+        """The rotator's stages, fed by `source` (valid, data, rotate amount); the wide
+        registers of each stage load in ROTATOR_GROUPS groups, each enabled from its own
+        copies of `hold` (the last stage's next valid and the queue's next `full`)."""
+        last_valid_next, full_next = hold
+        group_bits = 8 * self._width // ROTATOR_GROUPS
+        for i, (lo, hi) in enumerate(_rotate_slices(self._width)):
             if i == 0:
-                valid_in, data_in, r_in = src_take, self.src.payload.data, tag.r
+                valid_in, data_in, r_in = source
             else:
                 valid_in, data_in, r_in = st_valid[i - 1], st[i - 1].data, st[i - 1].r
             rotated = _rotate_left(data_in, r_in[lo:hi], 8 << lo)
@@ -285,70 +404,45 @@ class Aligner(wiring.Component):
                     if g == 0:
                         m.d.sync += st[i].r.eq(r_in)
 
-        push = Signal()
-        m.d.comb += push.eq(st_valid[-1] & advance)
-        for i in range(QUEUE_DEPTH):
-            with m.If(~live[i]):
-                m.d.sync += ring[i].eq(st[-1].data)
-        with m.If(push):
-            m.d.sync += wr.eq(wr + 1)
-
-        # --- Merge: output word k of the head row, the oldest row not yet wholly output.
-        # Rows enter a queue of their own as the source side loads them, with their lane
-        # masks decoded, ahead of their words; the head row register loads the queue's
-        # output register (or a row entering the empty queue) when the head row's last
-        # output leaves. What each output needs and retires is known a cycle ahead: for
-        # the first word from the set-up fields, for later ones from flags worked out at
-        # the previous word. So `emit`, the lane selects and the strobes are a gate or two
-        # from registers.
-        head = Signal(row_layout)
-        have_head = Signal()
-        first = Signal(init=1)          # k = 0
-        out_left = Signal(index_bits)   # for k > 0: output words of the row after word k
-        # What output k is and needs: for k = 0 the head row's single, pair, uses0 and
-        # pops0, loaded with it; for k > 0 worked out at the previous word.
-        last = Signal()                 # k is the row's last output
-        next_last = Signal()            # k + 1 is the row's last output
-        uses_hi = Signal()              # lanes [r, W) come from the hi word
-        pops_if = Signal(2)             # entries it retires
-        # The queue's fill as flags, so `emit` is one LUT and whether the queue will be
-        # full is a gate or two from registers.
-        nonempty = filled[0]
-        two = filled[1]
-        almost_full = Signal()          # QUEUE_DEPTH - 1 words
-        ends_if = Signal()              # last & (~uses_hi | two): output k ends the row
-        room = Signal()                 # the output queue's room, a copy beside the merge
-        emit = Signal()
-        pops = Signal(2)
-        # Whether output k retires an entry if it goes: a register, so whether the queue
-        # is full next, and the source side's room, wait on the output's room alone and
-        # not on the merge's decision (from `uses_hi`, the fill and `pops_if`).
-        retires_if = Signal()
-        m.d.comb += [
-            emit.eq(_emits(nonempty, uses_hi, two, room)),
-            pops.eq(Mux(emit, pops_if, 0)),
-        ]
-        filled_next = _thermometer_step(filled, push, pops)
+    @staticmethod
+    def _ring_read(m, ring, merge, push, advance, st_valid, src_take, drives):
+        """What the merge retires (`pops`) steps the ring's read pointer and its fill;
+        drives `drives`: the last rotator stage's next valid, the ring's next `full` and
+        the source side's room. Returns the ring's next fill and read pointer."""
+        last_valid_next, full_next, src_room = drives
+        filled, full = ring.filled, ring.full
+        filled_next = _thermometer_step(filled, push, merge.pops)
         # The queue is full next only if it is full now or one short with a word pushed
         # (a full queue takes none), and no entry leaves: no sum on the source's path.
+        st_last = st_valid[-1]
         m.d.comb += [
-            last_valid_next.eq(Mux(advance, st_valid[-2] if stages > 1 else src_take,
-                                   st_valid[-1])),
-            full_next.eq(~(retires_if & room) & (full | (almost_full & st_valid[-1]))),
+            last_valid_next.eq(Mux(advance, st_valid[-2] if len(st_valid) > 1 else src_take,
+                                   st_last)),
+            full_next.eq(~(merge.retires_if & merge.room)
+                         & (full | (merge.almost_full & st_last))),
             src_room.eq(~last_valid_next | ~full_next),
         ]
+        rd = ring.rd
         rd_next = Signal.like(rd)
-        m.d.comb += rd_next.eq(rd + pops)
+        m.d.comb += rd_next.eq(rd + merge.pops)
         m.d.sync += [
             rd.eq(rd_next),
             filled.eq(filled_next),
-            almost_full.eq(filled_next[QUEUE_DEPTH - 2] & ~filled_next[QUEUE_DEPTH - 1]),
+            merge.almost_full.eq(filled_next[QUEUE_DEPTH - 2]
+                                 & ~filled_next[QUEUE_DEPTH - 1]),
             full.eq(full_next),
         ]
         for i in range(QUEUE_DEPTH):
-            popped = (i - rd)[:len(rd)] < pops
-            m.d.sync += live[i].eq((live[i] & ~popped) | (push & (wr == i)))
+            popped = (i - rd)[:len(rd)] < merge.pops
+            m.d.sync += ring.live[i].eq((ring.live[i] & ~popped) | (push & (ring.wr == i)))
+        return filled_next, rd_next
 
+    @staticmethod
+    def _row_queue(m, merge, ring, setup_valid, setup, queue_row, row_layout, stages):
+        """The merge's row queue, which rows enter as the source side loads them, and the
+        head row register it loads. Returns the next head row, whether it loads, whether
+        a row enters the queue, and whether the queue holds one."""
+        width = len(merge.head.lo)
         # A row the source side loads enters the merge a cycle later, from a register
         # that holds its lane masks decoded, so no shift lies between it and the head row
         # (its first word reaches the queue two or more cycles after that). The rows
@@ -357,9 +451,10 @@ class Aligner(wiring.Component):
         # queue never refuses one.
         # Its output register loads in groups: the tag, which the control reads, and
         # each LANE_GROUP lanes of each mask, which sit with those lanes.
+        tag_bits = setup.tag.shape().size
         row_queue = m.submodules.row_queue = BypassQueue(
             width=row_layout.size, depth=stages + QUEUE_DEPTH + 3,
-            split_at=range(tag_layout.size, row_layout.size, LANE_GROUP))
+            split_at=range(tag_bits, row_layout.size, LANE_GROUP))
         row_enters = Signal()
         entering = Signal(row_layout)
         ones = Const((1 << width) - 1, width)
@@ -374,17 +469,31 @@ class Aligner(wiring.Component):
         # The head row's bits take the load decision from a cell of their own (a
         # KeptLut) of registers, which the placer can put among them; the control
         # registers work it out again beside its inputs.
+        nonempty, have_head = ring.filled[0], merge.have_head
         load_head = m.submodules.load_head = KeptLut(4, truth_table(_loads_head_row, 4))
-        m.d.comb += load_head.a.eq(Cat(have_head, nonempty, room, ends_if))
+        m.d.comb += load_head.a.eq(Cat(have_head, nonempty, merge.room, merge.ends_if))
         with m.If(load_head.z):
-            m.d.sync += head.eq(next_head)
-        head_loads = _loads_head_row(have_head, nonempty, room, ends_if)
+            m.d.sync += merge.head.eq(next_head)
+        head_loads = _loads_head_row(have_head, nonempty, merge.room, merge.ends_if)
         m.d.comb += [
             row_queue.w_data.eq(entering),
             row_queue.w_en.eq(row_enters & ~(head_loads & ~row_queue.r_rdy)),
             row_queue.r_en.eq(head_loads),
         ]
+        return next_head, head_loads, row_enters, row_queue.r_rdy
 
+    @staticmethod
+    def _output_control(m, merge, ring, filling, loading, index_bits):
+        """What output k is and retires, a cycle ahead: `first`, `last`, `uses_hi`,
+        `pops_if`, `retires_if` and `ends_if` of the next output, from the head row
+        loaded (`loading`: the next head row, whether it loads, whether a row enters the
+        row queue, whether that queue holds one) or the output going. `filling`: the
+        ring's next fill and whether a word is pushed. Returns the next `first`, `last`
+        and `uses_hi`."""
+        filled_next, push = filling
+        next_head, head_loads, row_enters, queued = loading
+        first, last, uses_hi = merge.first, merge.last, merge.uses_hi
+        next_last, pops_if, emit, head = merge.next_last, merge.pops_if, merge.emit, merge.head
         # The control registers' next values, so `ends_if` can be one of them.
         first_next, last_next, uses_hi_next = Signal(), Signal(), Signal()
         m.d.comb += [first_next.eq(first), last_next.eq(last), uses_hi_next.eq(uses_hi)]
@@ -393,7 +502,7 @@ class Aligner(wiring.Component):
         head_lout = Signal.like(head.tag.lout)
         head_tail = Signal()
         left_now = Signal(index_bits)
-        m.d.comb += left_now.eq(Mux(first, head_lout, out_left))
+        m.d.comb += left_now.eq(Mux(first, head_lout, merge.out_left))
         # Output 0 with dst_off >= src_off has no lo word, and lanes [0, r) are not the
         # row's, so entry 0 alone serves and stays as the next output's lo. Every later
         # output retires its lo; a row's last output has a hi word only if the row has a
@@ -401,14 +510,14 @@ class Aligner(wiring.Component):
         with m.If(head_loads):
             # Output 0 of the new head row is next.
             m.d.sync += [head_lout.eq(next_head.tag.lout), head_tail.eq(next_head.tag.tail)]
-            m.d.sync += [have_head.eq(row_queue.r_rdy | row_enters),
+            m.d.sync += [merge.have_head.eq(queued | row_enters),
                          next_last.eq(next_head.tag.pair),
                          pops_if.eq(next_head.tag.pops0)]
             m.d.comb += [first_next.eq(1), last_next.eq(next_head.tag.single),
                          uses_hi_next.eq(next_head.tag.uses0)]
         with m.Elif(emit):
             m.d.sync += [
-                out_left.eq(left_now - 1),
+                merge.out_left.eq(left_now - 1),
                 next_last.eq(left_now == 2),
                 pops_if.eq(1 + (next_last & head_tail)),
             ]
@@ -418,33 +527,36 @@ class Aligner(wiring.Component):
         # `pops_if` after this edge is non-zero: the new head row's pops0 if it loads,
         # else 1 or 2 if an output goes, else as it is.
         pops_any_next = Mux(head_loads, next_head.tag.pops0.any(), emit | pops_if.any())
-        m.d.sync += retires_if.eq(filled_next[0] & (~uses_hi_next | filled_next[1])
-                                  & pops_any_next)
+        m.d.sync += merge.retires_if.eq(filled_next[0] & (~uses_hi_next | filled_next[1])
+                                        & pops_any_next)
 
         def ends_if_next(emitting):
             """last_next & (~uses_hi_next | two after this edge), if `emit` is
             `emitting`. Emitting, the head row loads if there is none or this output ends
             it; else only if there is none (`ends_if` implies the output may go)."""
-            two_next = _thermometer_step(filled, push, pops_if if emitting else 0)[1]
+            two_next = _thermometer_step(ring.filled, push, pops_if if emitting else 0)[1]
             loaded = next_head.tag.single & (~next_head.tag.uses0 | two_next)
             if emitting:
-                return Mux(~have_head | ends_if, loaded, next_last & (~head_tail | two_next))
-            return Mux(~have_head, loaded, last & (~uses_hi | two_next))
+                return Mux(~merge.have_head | merge.ends_if, loaded,
+                           next_last & (~head_tail | two_next))
+            return Mux(~merge.have_head, loaded, last & (~uses_hi | two_next))
         # Worked out for both ways `emit` goes, so `emit` is the last gate before it.
-        m.d.sync += ends_if.eq(Mux(emit, ends_if_next(True), ends_if_next(False)))
+        m.d.sync += merge.ends_if.eq(Mux(emit, ends_if_next(True), ends_if_next(False)))
+        return first_next, last_next, uses_hi_next
 
-        # The lanes read copies of the merge's registers, so the control's own registers
-        # are not drawn out across the datapath, away from the gates they feed.
-        lane_rd, lane_uses_hi, lane_first, lane_last = self._lane_copies(
-            m, rd_next, uses_hi_next, first_next, last_next)
+    def _output_queue(self, m, merge, ring, lane_copies):
+        """The output word, merged lane by lane from the two oldest ring entries as the
+        copies of the merge's registers (`lane_copies`) pick, into the output queue."""
+        lane_rd, lane_uses_hi, lane_first, lane_last = lane_copies
+        width, head = self._width, merge.head
         word = Signal(self.dst_layout)
         # Lane p comes from the oldest entry (lo) or the next (hi): one ring index per
         # lane, then one mux over the ring per bit.
         lanes = []
         for p in range(width):
-            index = Signal.like(rd, name=f"lane{p}_entry")
+            index = Signal.like(ring.rd, name=f"lane{p}_entry")
             m.d.comb += index.eq(lane_rd + (lane_uses_hi & ~head.lo[p]))
-            lanes.append(mux_tree([entry.word_select(p, 8) for entry in ring], index))
+            lanes.append(mux_tree([entry.word_select(p, 8) for entry in ring.entries], index))
         m.d.comb += [
             word.data.eq(Cat(lanes)),
             word.strb.eq((head.head | ~lane_first.replicate(width))
@@ -458,10 +570,9 @@ class Aligner(wiring.Component):
         put = m.submodules.put = KeptLut(4, truth_table(_emits, 4))
         out_room = Signal()
         m.d.comb += [
-            put.a.eq(Cat(nonempty, uses_hi, two, out_room)),
-            out_room.eq(buffered_output(m, self.dst, word, put.z, room_copy=room)),
+            put.a.eq(Cat(ring.filled[0], merge.uses_hi, ring.filled[1], out_room)),
+            out_room.eq(buffered_output(m, self.dst, word, put.z, room_copy=merge.room)),
         ]
-        return m
 
     @staticmethod
     def _lane_copies(m, rd_next, uses_hi_next, first_next, last_next):
