@@ -39,3 +39,18 @@ class WriteCompletions(wiring.Component):
         ]
         m.d.sync += waiting.eq(waiting + self.written - taken)
         return m
+
+
+def write_to_ub(m, ub, words, completions):
+    """Drives the UB write port `ub` (layouts.UbWriteSignature) from `words`, a stream of
+    pad.ub_write_layout, and tells `completions` (a WriteCompletions) as each command's
+    last word is written."""
+    out = words.payload
+    m.d.comb += [
+        ub.addr.eq(out.addr),
+        ub.data.eq(out.data),
+        ub.strb.eq(out.strb),
+        ub.valid.eq(words.valid),
+        words.ready.eq(ub.ready),
+        completions.written.eq(words.valid & words.ready & out.cmd_last),
+    ]

@@ -12,7 +12,7 @@ from ..layouts import (COPY_SEQ_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completio
                       UbWriteSignature)
 from .aligner import Aligner
 from .axi_reader import AxiReader
-from .completions import WriteCompletions
+from .completions import WriteCompletions, write_to_ub
 from .legalizer import GmRow, gm_row_of
 from .pad import PadInserter, PadRow
 from .rowfork import RowFork
@@ -97,15 +97,7 @@ class Mte2Datapath(wiring.Component):
         results = self._bus_errors(m, reader.beats, aligner.src)
         wiring.connect(m, results, completions.results)
 
-        out = pad.ub.payload
-        m.d.comb += [
-            self.ub.addr.eq(out.addr),
-            self.ub.data.eq(out.data),
-            self.ub.strb.eq(out.strb),
-            self.ub.valid.eq(pad.ub.valid),
-            pad.ub.ready.eq(self.ub.ready),
-            completions.written.eq(pad.ub.valid & pad.ub.ready & out.cmd_last),
-        ]
+        write_to_ub(m, self.ub, pad.ub, completions)
         return m
 
     def _bus_errors(self, m, beats, src):

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from model.isa import UB_ADDR_BITS, UB_LINE
 
 from ..layouts import Completion, RowJob, UbReadSignature, UbWriteSignature
-from .completions import WriteCompletions
+from .completions import WriteCompletions, write_to_ub
 from .line_writer import LineRow, LineWriter
 from .pad import PadInserter, PadRow
 from .rowfork import RowFork
@@ -55,17 +55,9 @@ class UbCopyDatapath(wiring.Component):
         wiring.connect(m, reader.ub, wiring.flipped(self.rd))
         wiring.connect(m, completions.done, wiring.flipped(self.done))
 
-        out = writer.ub.payload
-        m.d.comb += [
-            self.wr.addr.eq(out.addr),
-            self.wr.data.eq(out.data),
-            self.wr.strb.eq(out.strb),
-            self.wr.valid.eq(writer.ub.valid),
-            writer.ub.ready.eq(self.wr.ready),
-            completions.written.eq(writer.ub.valid & writer.ub.ready & out.cmd_last),
-            # A UB->UB copy cannot fail once it has passed the checker.
-            completions.results.valid.eq(1),
-        ]
+        write_to_ub(m, self.wr, writer.ub, completions)
+        # A UB->UB copy cannot fail once it has passed the checker.
+        m.d.comb += completions.results.valid.eq(1)
         return m
 
     def _whole_words(self, m):
