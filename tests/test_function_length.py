@@ -1,12 +1,13 @@
-"""No function in model/, tb/ or cli/ runs over 100 lines (issue 61: a function is read
-at once, so a long one is split into named helpers). Lines are counted from the `def`
-to the last line of the body, by `ast`; a nested function counts within its parent."""
+"""No function in model/, hdl/, tb/, formal/ or cli/ runs over 100 lines (issue 61: a
+function is read at once, so a long one is split into named helpers). Lines are counted
+from the `def` to the last line of the body, by `ast`; a nested function counts within
+its parent."""
 
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKED = ("model", "tb", "cli")
+CHECKED = ("model", "hdl", "tb", "formal", "cli")
 MAX_LINES = 100
 
 
