@@ -32,29 +32,36 @@ def flags_harness(depth):
         src, dst, event = _tracked_counter(m)
         for pipe in ENGINE_PIPES:
             _free_pipe(m, dut, pipe)
-        counted_here = Signal(name="set_counted_here")
-        shown_here = Signal(name="set_shown_here")
-        for pipe in ENGINE_PIPES:
-            port = getattr(dut, _port_name("set", pipe))
-            names_it = (src == pipe) & (port.pipe == dst) & (port.event == event)
-            with m.If(port.counted & past(m, names_it, name=f"set_{pipe.name}_named")):
-                m.d.comb += counted_here.eq(1)
-            with m.If(port.valid & names_it):
-                m.d.comb += shown_here.eq(1)
-        granted_here = Signal(name="wait_granted_here")
-        waiting_here = Signal(name="wait_shown_here")
-        for pipe in ENGINE_PIPES:
-            port = getattr(dut, _port_name("wait", pipe))
-            names_it = (dst == pipe) & (port.pipe == src) & (port.event == event)
-            with m.If(port.granted & names_it):
-                m.d.comb += granted_here.eq(1)
-            with m.If(port.valid & names_it):
-                m.d.comb += waiting_here.eq(1)
+        counted_here, shown_here = _seen(m, dut, "set", "counted", src, dst, event,
+                                         answer_follows=True)
+        granted_here, waiting_here = _seen(m, dut, "wait", "granted", dst, src, event,
+                                           answer_follows=False)
         balance = _balance(m, depth, counted_here, shown_here, granted_here, waiting_here)
         _counters_match(m, registers(m.submodules["dut"]), depth, (src, dst, event),
                         balance + counted_here)
         return m
     return build
+
+
+def _seen(m, dut, kind, answer, own, other, event, answer_follows):
+    """Whether a pipe's `kind` port (set or wait) shows a request on the tracked counter
+    (its own pipe `own`, naming `other` and `event`), and whether it has its `answer`.
+    A set is no longer shown when `counted` comes (`answer_follows`), so its answer is
+    matched with what it showed the cycle before; a wait is still shown with `granted`."""
+    answered = Signal(name=f"{kind}_{answer}_here")
+    shown = Signal(name=f"{kind}_shown_here")
+    for pipe in ENGINE_PIPES:
+        port = getattr(dut, _port_name(kind, pipe))
+        names_it = (own == pipe) & (port.pipe == other) & (port.event == event)
+        if answer_follows:
+            names_it_then = past(m, names_it, name=f"{kind}_{pipe.name}_named")
+        else:
+            names_it_then = names_it
+        with m.If(getattr(port, answer) & names_it_then):
+            m.d.comb += answered.eq(1)
+        with m.If(port.valid & names_it):
+            m.d.comb += shown.eq(1)
+    return answered, shown
 
 
 def _tracked_counter(m):

@@ -26,8 +26,8 @@ from .splitter import splitter_harness
 BMC_DEPTH = 24
 WRITER_DEPTH = 12               # about 10 minutes; each further step about doubles it
 SPLITTER_DEPTH = 4              # k-induction closes at 4 with the splitter's invariant
-# The pad stage's first UB word is at step 4, then one a cycle; yices takes about 90 s
-# to depth 7 at W = 8 and 3 minutes to 6 at W = 32 (the engine's UB word), and each
+# The pad stage's first UB word is at step 4, then one a cycle; yices takes 35 to 90 s
+# to depth 7 at W = 8 and 100 to 180 s to 6 at W = 32 (the engine's UB word), and each
 # further step is several times that.
 PAD_DEPTHS = {8: 7, 32: 6}
 FLAGS_DEPTH = 2                 # sets a counter holds: 2 fill it within the bound
@@ -35,11 +35,11 @@ FLAGS_DEPTH = 2                 # sets a counter holds: 2 fill it within the bou
 FLAGS_PROVE_DEPTH = 10
 INTAKE_DEPTH = 3                # k-induction closes at 3 with the invariant
 ENGINE_WIDTH = 8                # the narrowest bus, for the smallest engine
-ENGINE_DEPTH = 24               # about 3 minutes: given nothing, the engine stays simple
+ENGINE_DEPTH = 24               # 76 to 144 s: given nothing, the engine stays simple
 # A one-word command completes 3 cycles after it is accepted; with free commands yices
-# takes about 100 s to depth 10 and over 5 minutes to 12.
+# takes 93 to 227 s to depth 10 and over 5 minutes to 12.
 COMPLETIONS_DEPTH = 10
-# The aligner's "any byte" contract at W = 4: yices takes about 110 s to depth 11, which
+# The aligner's "any byte" contract at W = 4: yices takes 19 to 110 s to depth 11, which
 # holds a whole row of up to 2 words; at W = 16 the first output word (step 8) took over
 # 4 minutes.
 ALIGNER_WIDTH = 4
