@@ -4,7 +4,7 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from model.isa import DEFAULT_PROFILE, GM_ADDR_BITS, PROFILES, WORD_BITS, ErrorCode, Pipe
+from model.isa import DEFAULT_PROFILE, GM_ADDR_BITS, PROFILES, ErrorCode, Pipe
 
 from .lib.axi import AXI4Signature
 from .layouts import BUS_WIDTHS
@@ -12,8 +12,9 @@ from .ub.ub import UbTestSignature, UnifiedBuffer
 from .datapath.mte2 import Mte2Datapath
 from .datapath.mte3 import Mte3Datapath
 from .datapath.ubcopy import UbCopyDatapath
+from .intake.commands import Command
 from .intake.intake import (BAD_OPCODE_BITS, ENGINE_PIPES, CommandIntake, Dispatcher,
-                            RoutedWord)
+                            RoutedWord, WholeCommandIntake)
 from .intake.tokens import TokenTable
 from .pipe.flags import EventFlags
 from .pipe.pipe import PipeController, StatusSignature
@@ -25,8 +26,10 @@ class MteDma(wiring.Component):
     """The MTE DMA engine (docs/architecture.md, "The simulation top").
 
     Ports:
-      cmd            In  stream of 32-bit command words (model.isa encoding); with
-                     `routed_words`, of intake.RoutedWords (the CSR front end's)
+      cmd            In  stream of whole commands (commands.Command: the command's
+                     model.isa words, first word lowest, as wide as the widest op), one
+                     per cycle; with `routed_words`, of intake.RoutedWords, 32-bit words
+                     (the CSR front end's), which the engine assembles into commands
       m_axi          Out AXI4Signature(40, 8W, 4): GM; reads from MTE2, writes from MTE3
       ub_test        In  UbTestSignature(W): direct UB access, highest priority
       status_mte2, status_mte3, status_v   Out StatusSignature
@@ -46,7 +49,7 @@ class MteDma(wiring.Component):
         self.max_outstanding = max_outstanding
         self._routed_words = routed_words
         super().__init__({
-            "cmd": In(stream.Signature(RoutedWord if routed_words else WORD_BITS)),
+            "cmd": In(stream.Signature(RoutedWord if routed_words else Command)),
             "m_axi": Out(AXI4Signature(GM_ADDR_BITS, 8 * width_bytes, AXI_ID_BITS)),
             "ub_test": In(UbTestSignature(width_bytes)),
             **{_status_port(pipe): Out(StatusSignature()) for pipe in ENGINE_PIPES},
@@ -59,7 +62,8 @@ class MteDma(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         w = self.width_bytes
-        intake = m.submodules.intake = CommandIntake(self._routed_words)
+        intake = m.submodules.intake = (CommandIntake(routed=True) if self._routed_words
+                                        else WholeCommandIntake())
         dispatcher = m.submodules.dispatcher = Dispatcher()
         flags = m.submodules.flags = EventFlags()
         tokens = m.submodules.tokens = TokenTable(ENGINE_PIPES)
@@ -71,7 +75,8 @@ class MteDma(wiring.Component):
         mte3 = m.submodules.mte3 = Mte3Datapath(w, self.max_outstanding, AXI_ID_BITS)
         ubcopy = m.submodules.ubcopy = UbCopyDatapath(w)
 
-        wiring.connect(m, wiring.flipped(self.cmd), intake.words)
+        wiring.connect(m, wiring.flipped(self.cmd),
+                       intake.words if self._routed_words else intake.commands_in)
         wiring.connect(m, intake.commands, dispatcher.commands)
         for pipe, controller in pipes.items():
             name = pipe.name.lower()

@@ -12,7 +12,8 @@
   backdoor (tb/backdoor.py, Verilator; no simulated cycle), or through the `ub_test`
   port, a word a cycle (`ub_access="port"`, and always under Icarus). On the port the
   harness keeps a shadow of what UB holds, so a preload writes only the words that change.
-- Commands: pushed word by word on the `cmd` valid/ready stream, with random gaps.
+- Commands: pushed whole, one per cycle, on the `cmd` valid/ready stream (each command's
+  isa words side by side, the first lowest), with random gaps.
 - `wait_idle` fails the run when nothing moves (no command word, AXI beat or completed
   command) for `watchdog` cycles.
 """
@@ -33,6 +34,7 @@ from cocotbext.axi.address_space import AddressSpace, MemoryRegion, Region
 from cocotbext.axi.axi_slave import AxiSlaveRead, AxiSlaveWrite
 from cocotbext.axi.constants import AxiBurstType, AxiResp
 
+from hdl.intake.commands import command_bits
 from hdl.ub.ub import TEST_READ_LATENCY
 from model.isa import GM_ADDR_BITS, PROFILES, Pipe
 from tb.backdoor import UB_ACCESS, UbBackdoor
@@ -41,6 +43,17 @@ CLOCK_NS = 10
 PAGE = 4096
 PIPES = {Pipe.MTE2: "mte2", Pipe.MTE3: "mte3", Pipe.V: "v"}
 STATUS_FIELDS = ("busy", "completed", "error", "error_index", "error_addr")
+
+
+def whole_commands(words, command_words):
+    """Each command's words as one value, its first word lowest (the `cmd` port's
+    payload; hdl.commands.command_bits)."""
+    out, at = [], 0
+    for count in command_words:
+        out.append(command_bits(words[at:at + count]))
+        at += count
+    assert at == len(words), f"{len(words)} words for {sum(command_words)}"
+    return out
 
 
 class WatchdogError(AssertionError):
@@ -404,16 +417,16 @@ class Harness:
     # commands
 
     async def push(self, words, command_words, accepted=None):
-        """Send command words; `accepted`, if given, gets each command's last-word cycle."""
+        """Send commands, given as their words and each one's word count; `accepted`, if
+        given, gets each command's acceptance cycle."""
         dut, rng = self.dut, self.rng
-        ends = set(np.cumsum(command_words) - 1) if accepted is not None else ()
         dut.cmd__valid.value = 1
-        for i, word in enumerate(words):
-            dut.cmd__payload.value = word
+        for i, command in enumerate(whole_commands(words, command_words)):
+            dut.cmd__payload.value = command
             await RisingEdge(dut.clk)
             if not dut.cmd__ready.value:
                 await self._until_ready(i)
-            if i in ends:
+            if accepted is not None:
                 accepted.append(self.cycle)
             if self.gap_duty and rng.random() < self.gap_duty:
                 dut.cmd__valid.value = 0
@@ -423,7 +436,7 @@ class Harness:
         self.commands_sent += len(command_words)
 
     async def _until_ready(self, i):
-        """Hold command word `i` until the engine takes it. A full queue behind one long
+        """Hold command `i` until the engine takes it. A full queue behind one long
         copy is no hang while the bus keeps moving; the watchdog looks at progress only
         here, not on every word."""
         dut, waited, last = self.dut, 0, self.progress()
@@ -434,7 +447,7 @@ class Harness:
                 now = self.progress()
                 if now == last:
                     raise WatchdogError(
-                        f"command word {i} not taken for {waited} cycles, no progress for "
+                        f"command {i} not taken for {waited} cycles, no progress for "
                         f"the last {self.watchdog}, at cycle {self.cycle}: {self.describe()}")
                 last = now
 

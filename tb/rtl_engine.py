@@ -5,8 +5,8 @@
 cannot be encoded, then reports that command's error), builds the simulator if needed
 (tb/run.py), and runs tb/test_mte.py's `cli_program` test on a job file. GM is decoded in
 whole 4 KiB pages, as an AXI slave does, so each window is rounded out to whole pages
-(filled with zeros). The summary lists every command's cycles, from its last word being
-accepted to its pipe reporting it complete.
+(filled with zeros). The summary lists every command's cycles, from its being accepted
+to its pipe reporting it complete.
 
 `run_on_both` runs the model and the RTL and reports the first difference: the error
 (code, command, address) or the first differing byte of UB or of a GM window. The bytes
@@ -54,7 +54,7 @@ class RtlOutcome:
     ub: bytes = b""
     windows: dict = field(default_factory=dict)     # base -> bytes
     status: dict = field(default_factory=dict)      # pipe name -> dict of status fields
-    accepted: list = field(default_factory=list)    # cycle each command's last word went in
+    accepted: list = field(default_factory=list)    # cycle each command went in
     completions: list = field(default_factory=list)  # (cycle, pipe name), in time order
     cycles: int = 0
     hang: str = ""

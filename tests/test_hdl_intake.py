@@ -8,7 +8,7 @@ from amaranth.hdl import Module, Value
 from amaranth.lib import wiring
 
 from hdl.intake.commands import command_bits
-from hdl.intake.intake import ENGINE_PIPES, CommandIntake, Dispatcher
+from hdl.intake.intake import ENGINE_PIPES, CommandIntake, Dispatcher, WholeCommandIntake
 from hdl.intake.tokens import BUF_IDS, TICKET_BITS
 from hdl_helpers import (cell_outputs, command_kind_of, first_word_route, gates_reached,
                          net_loads, register_cells, register_gates, register_sources,
@@ -19,8 +19,9 @@ from model.isa import OPCODE_BITS, OP_BY_OPCODE, OPS, Opcode, Pipe, encode, op_p
 class IntakeAndDispatch(wiring.Component):
     """The two blocks as the engine chains them."""
 
-    def __init__(self, depth=8, routed=False):
-        self.intake = CommandIntake(routed)
+    def __init__(self, depth=8, mode="words"):
+        self.intake = WholeCommandIntake() if mode == "whole" else \
+            CommandIntake(mode == "routed")
         self.dispatcher = Dispatcher(depth)
         super().__init__({})
 
@@ -77,29 +78,31 @@ def expected_routes(items):
     return routes, bad
 
 
-def run_stream(items, stall, rng, depth=8, hold=None, routed=False, gap=0.0):
+def run_stream(items, stall, rng, depth=8, hold=None, mode="words", gap=0.0):
     """Feeds the words of `items`; collects every pipe's output with random stalls.
-    hold: a pipe whose output stays not-ready until every other pipe is done. routed:
-    the words come as RoutedWords, with the isa tables' route of each. gap: the share of
-    words that come after an idle cycle, `valid` low and random bits on the payload."""
-    dut = IntakeAndDispatch(depth, routed)
+    hold: a pipe whose output stays not-ready until every other pipe is done. mode:
+    "words", plain words; "routed", RoutedWords with the isa tables' route of each;
+    "whole", whole commands to a WholeCommandIntake. gap: the share of words (whole
+    commands) that come after an idle cycle, `valid` low and random bits on the payload."""
+    dut = IntakeAndDispatch(depth, mode)
+    port = dut.intake.commands_in if mode == "whole" else dut.intake.words
     routes, _ = expected_routes(items)
     got = {pipe: [] for pipe in ENGINE_PIPES}
     bad = []
 
     async def producer(ctx):
         for _, _, words in items:
-            for word in words:
+            for word in [{"raw": command_bits(words)}] if mode == "whole" else words:
                 if gap and rng.random() < gap:
-                    ctx.set(dut.intake.words.valid, 0)
-                    payload = Value.cast(dut.intake.words.payload)
+                    ctx.set(port.valid, 0)
+                    payload = Value.cast(port.payload)
                     ctx.set(payload, rng.getrandbits(len(payload)))
                     await ctx.tick()
-                if routed:
+                if mode == "routed":
                     flag, pipe, kind, flag_to = first_word_route(word)
                     word = {"word": word, "flag": flag, "pipe": pipe, "kind": kind,
                             "flag_to": flag_to}
-                await stream_put(ctx, dut.intake.words, word)
+                await stream_put(ctx, port, word)
         for _ in range(10):
             await ctx.tick()
         bad.append(ctx.get(dut.intake.bad_opcodes))
@@ -139,15 +142,15 @@ def check_routes(routes, got):
 
 
 @pytest.mark.parametrize("gap", [0.0, 0.3])
-@pytest.mark.parametrize("routed", [False, True])
-def test_every_op_decoded_and_routed(routed, gap):
+@pytest.mark.parametrize("mode", ["words", "routed", "whole"])
+def test_every_op_decoded_and_routed(mode, gap):
     """With `gap`, idle cycles come between words, between the words of a command and
     between commands: the random bits on the payload while `valid` is low reach no
     command and count as no word."""
     rng = random.Random(1)
     items = random_stream(rng, 400)
     assert {op.opcode for op, _, _ in items if op} == set(Opcode)
-    routes, got, bad = run_stream(items, stall=0.3, rng=rng, routed=routed, gap=gap)
+    routes, got, bad = run_stream(items, stall=0.3, rng=rng, mode=mode, gap=gap)
     check_routes(routes, got)
     assert bad == sum(1 for op, _, _ in items if op is None)
 
@@ -199,6 +202,31 @@ def test_intake_takes_one_word_per_cycle():
 
     run_sim(dut, producer)
     assert all(cycles)
+
+
+def test_whole_intake_takes_a_command_per_cycle():
+    """Whole commands, one per cycle, into the dispatcher whose pipes take every cycle:
+    each is taken on the cycle it is offered (a copy_gm_to_ubuf of 7 words too), and
+    an unknown opcode is taken and dropped."""
+    rng = random.Random(6)
+    items = random_stream(rng, 80, bad_share=0.1)
+    dut = IntakeAndDispatch(mode="whole")
+    taken = []
+
+    async def producer(ctx):
+        for pipe in ENGINE_PIPES:
+            ctx.set(getattr(dut.dispatcher, pipe.name.lower()).ready, 1)
+        ctx.set(dut.intake.commands_in.valid, 1)
+        for _, _, words in items:
+            ctx.set(dut.intake.commands_in.payload, {"raw": command_bits(words)})
+            _, _, ready = await ctx.tick().sample(dut.intake.commands_in.ready)
+            taken.append(ready)
+        ctx.set(dut.intake.commands_in.valid, 0)
+        assert ctx.get(dut.intake.bad_opcodes) == sum(op is None for op, _, _ in items)
+        assert not ctx.get(dut.intake.busy)
+
+    run_sim(dut, producer)
+    assert all(taken)
 
 
 def test_intake_is_busy_while_a_command_is_incomplete():

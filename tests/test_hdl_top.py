@@ -23,7 +23,9 @@ import verilator
 from axi_model import PAGE, AxiMemory, Timing
 from hdl import gen
 from hdl.fpga import build as fpga_build
+from hdl.intake.commands import command_bits
 from hdl.lib.axi import Resp
+from hdl.pipe.checker import CopyChecker
 from hdl.soc.fpga_top import MteDmaFpga
 from hdl.pipe.pipe import PipeController
 from hdl.top import MteDma
@@ -32,7 +34,7 @@ from hdl_helpers import register_sources, run_sim, stream_put, synth_ecp5_module
 from model import isa, seeds
 from model.engine import Engine
 from model.errors import MteError
-from model.isa import DTYPE_BY_NAME, OP_BY_MNEMONIC, ErrorCode, Pipe
+from model.isa import DTYPE_BY_NAME, OP_BY_MNEMONIC, ErrorCode, Opcode, Pipe
 from model.program import Instr
 from model.rules import check_copy, geometry
 from tb import fpga_run
@@ -158,16 +160,15 @@ class RtlResult:
 
 
 def run_rtl(setup, program, timing=BUSY, max_cycles=20000):
-    """Run a program (Instr, or an int for a raw command word) on MteDma; return its
-    memories and status."""
+    """Run a program (Instr, or an int for a raw one-word command) on MteDma, a whole
+    command per cycle at most; return its memories and status."""
     rng = random.Random(setup.seed)
     dut = MteDma(PROFILE, W)
     memory = AxiMemory(GM_BASE, GM_PAGES * PAGE, W, rng, timing,
                        errors=[(gm(p), gm(p + 1), Resp.DECERR) for p in setup.unmapped])
     memory.mem[:] = setup.gm_bytes()
-    words = []
-    for item in program:
-        words += [item] if isinstance(item, int) else isa.encode(item.op, item.values)
+    commands = [item if isinstance(item, int) else command_bits(isa.encode(item.op, item.values))
+                for item in program]
     result = {}
 
     def status(ctx):
@@ -177,8 +178,8 @@ def run_rtl(setup, program, timing=BUSY, max_cycles=20000):
 
     async def bench(ctx):
         await load_ub(ctx, dut.ub_test, setup.ub_data)
-        for word in words:
-            await stream_put(ctx, dut.cmd, word)
+        for command in commands:
+            await stream_put(ctx, dut.cmd, {"raw": command})
             if rng.random() < 0.2:
                 await ctx.tick().repeat(rng.randint(1, 4))
         cycles = 0
@@ -618,21 +619,21 @@ GM_LATENCY = 32
 
 def copy_cycles(setup, program, timing, timed=1):
     """Cycles of the program's last `timed` commands, copies of one pipe, alone in the
-    engine: from the edge that takes the first one's last word to the edge after which
-    the pipe's `completed` has gone up by `timed`. The commands before them are pushed and
-    drained first; the later timed commands' words follow one per cycle."""
+    engine: from the edge that takes the first one to the edge after which the pipe's
+    `completed` has gone up by `timed`. The commands before them are pushed and drained
+    first; the later timed commands follow one per cycle."""
     dut = MteDma(PROFILE, W, max_outstanding=16)
     memory = AxiMemory(GM_BASE, GM_PAGES * PAGE, W, random.Random(0), timing)
     memory.mem[:] = setup.gm_bytes()
-    commands = [isa.encode(i.op, i.values) for i in instrs(program)]
+    commands = [command_bits(isa.encode(i.op, i.values)) for i in instrs(program)]
     last = instrs(program)[-1]
     pipe = getattr(dut, f"status_{isa.op_pipe(last.op, last.values).name.lower()}")
     result = {}
 
-    async def put(ctx, word):
-        """Offers a command word until it is taken; returns the edges that took."""
+    async def put(ctx, command):
+        """Offers a command until it is taken; returns the edges that took."""
         ctx.set(dut.cmd.valid, 1)
-        ctx.set(dut.cmd.payload, word)
+        ctx.set(dut.cmd.payload, {"raw": command})
         edges = 1
         while not (await ctx.tick().sample(dut.cmd.ready))[2]:
             edges += 1
@@ -641,17 +642,16 @@ def copy_cycles(setup, program, timing, timed=1):
 
     async def bench(ctx):
         await load_ub(ctx, dut.ub_test, setup.ub_data)
-        for word in [w for words in commands[:-timed] for w in words]:
-            await put(ctx, word)
+        for command in commands[:-timed]:
+            await put(ctx, command)
         while not ctx.get(dut.idle):
             await ctx.tick()
         target = ctx.get(pipe.completed) + timed
         first, *others = commands[-timed:]
-        for word in first:
-            await put(ctx, word)
+        await put(ctx, first)
         cycles = 0
-        for word in [w for words in others for w in words]:
-            cycles += await put(ctx, word)
+        for command in others:
+            cycles += await put(ctx, command)
         while ctx.get(pipe.completed) != target:
             await ctx.tick()
             cycles += 1
@@ -729,18 +729,23 @@ def short_copy(shape, index):
             "ub_to_ub": ub_to_ub(index * W, 0x2000 + index * W, 1, W // 32)}[shape]
 
 
+SHORT_COPY_KIND = {"gm_to_ub": Opcode.COPY_GM_TO_UBUF, "ub_to_gm": Opcode.COPY_UBUF_TO_GM,
+                   "ub_to_ub": Opcode.COPY_UBUF_TO_UBUF}
+
+
 @pytest.mark.parametrize("shape", ["gm_to_ub", "ub_to_gm", "ub_to_ub"])
-def test_short_copies_run_at_the_command_port_rate(shape):
-    """Copies of one beat, their words pushed one per cycle (7, 6 and 4 words per copy):
-    the pipe takes each copy as its last word arrives, so each copy after the first adds
-    exactly its command words, and the last one takes as long as it does alone."""
+def test_short_copies_run_at_the_checker_rate(shape):
+    """Copies of one beat, whole commands offered one per cycle: the checker takes a copy
+    as it loads the previous one's result, so each copy after the first adds exactly
+    its latency less one (4 cycles, UB->UB 3), and the last one takes as long as it does
+    alone."""
     program = number([short_copy(shape, k) for k in range(SHORT_COPIES)])
     last = instrs(program)[-1]
-    words = len(isa.encode(last.op, last.values))
+    interval = CopyChecker.LATENCY[SHORT_COPY_KIND[shape]] - 1
     timing = Timing(latency=(GM_LATENCY, GM_LATENCY))
     cycles = copy_cycles(tile_setup(), program, timing, timed=SHORT_COPIES)
     one = copy_cycles(tile_setup(), number([last]), timing)
-    assert cycles == one + (SHORT_COPIES - 1) * words, (cycles, one, words)
+    assert cycles == one + (SHORT_COPIES - 1) * interval, (cycles, one, interval)
 
 
 @pytest.mark.parametrize("top, module", [("sim", "mte_dma"), ("fpga", "mte_dma_fpga")])

@@ -1,4 +1,5 @@
-"""Command intake (32-bit words -> whole commands) and the per-pipe dispatcher."""
+"""Command intakes (32-bit words -> whole commands, or whole commands as they come) and the
+per-pipe dispatcher."""
 
 from amaranth.hdl import C, Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, stream, wiring
@@ -156,6 +157,48 @@ class CommandIntake(wiring.Component):
         m.d.comb += taken.a.eq(Cat(self.words.valid, out.ready, first, flag, last))
         with m.If(taken.z):
             m.d.sync += first.eq(1)
+        return m
+
+
+class WholeCommandIntake(wiring.Component):
+    """Takes one whole command per cycle and names its pipe and kind.
+
+    `commands_in` carries a `commands.Command` (COMMAND_BITS, as wide as the widest op of
+    the isa table), its first word at the low bits; the words past its op's own are not
+    read. A command whose opcode is not in the isa table is dropped and counted in
+    `bad_opcodes` (saturating). Every other command is offered on `commands` in the same
+    cycle, with its route decoded from its first word (`route_word`) and its index in the
+    stream since reset, and taken when `commands` takes it. So the intake adds no clock
+    edge and takes a command per cycle. `busy` is 0: no command is ever partly in.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "commands_in": In(stream.Signature(Command)),
+            "commands": Out(stream.Signature(RoutedCommand)),
+            "bad_opcodes": Out(BAD_OPCODE_BITS),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        given, out = self.commands_in, self.commands
+        routed = route_word(m, given.payload.raw[:WORD_BITS])
+        known = word_count(m, routed.word) != 0
+        next_index = Signal(CMD_INDEX_BITS)
+        m.d.comb += [
+            out.valid.eq(given.valid & known),
+            out.payload.entry.cmd.eq(given.payload),
+            out.payload.entry.index.eq(next_index),
+            out.payload.pipe.eq(routed.pipe),
+            out.payload.kind.eq(routed.kind),
+            out.payload.enters.eq(one_hot_pipe(routed.pipe)),
+            given.ready.eq(~known | out.ready),
+        ]
+        with m.If(out.valid & out.ready):
+            m.d.sync += next_index.eq(next_index + 1)
+        with m.If(given.valid & ~known & (self.bad_opcodes != (1 << BAD_OPCODE_BITS) - 1)):
+            m.d.sync += self.bad_opcodes.eq(self.bad_opcodes + 1)
         return m
 
 
