@@ -21,11 +21,24 @@ BUS_WIDTHS = (8, 16, 32, 64, 128)    # W, bytes: AXI's powers of two up to 128, 
 MAX_BEATS = 256                      # AXI4: the longest INCR burst
 CMD_INDEX_BITS = 24                  # position of a command in the stream since reset
 IN_FLIGHT_DEPTH = 16                 # copies of a pipe whose rows are issued but whose
-                                     # Completion has not come (the pipe holds to it)
+                                     # Completion has not come (the pipe holds to it), at
+                                     # least; more with more bursts in flight
+ROWS_PAST_BUS = 8                    # MTE2 rows past the bus: in the reader's word
+                                     # queue, aligner and pad stage
 COPY_SEQ_BITS = 8                    # numbers a pipe's non-empty copies, modulo 256: more
                                      # than a pipe ever has between its address generator
-                                     # and its bus responses (IN_FLIGHT_DEPTH)
-assert IN_FLIGHT_DEPTH < 2 ** COPY_SEQ_BITS     # abort requests name copies unambiguously
+                                     # and its bus responses (in_flight_depth)
+
+
+def in_flight_depth(max_outstanding):
+    """Copies a pipe keeps between its address generator and their Completions: one per
+    AXI burst in flight and per row past the bus, so that copies of one burst each keep
+    the bus busy; IN_FLIGHT_DEPTH at least."""
+    depth = max(IN_FLIGHT_DEPTH, max_outstanding + ROWS_PAST_BUS)
+    if depth >= 2 ** COPY_SEQ_BITS:     # abort requests name copies unambiguously
+        raise ValueError(f"max_outstanding {max_outstanding}: at most "
+                         f"{2 ** COPY_SEQ_BITS - 1 - ROWS_PAST_BUS} bursts in flight")
+    return depth
 
 
 # A row's length plus a constant, as two's complement (RowTerms).

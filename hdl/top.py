@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from model.isa import DEFAULT_PROFILE, GM_ADDR_BITS, PROFILES, ErrorCode, Pipe
 
 from .lib.axi import AXI4Signature
-from .layouts import BUS_WIDTHS
+from .layouts import BUS_WIDTHS, in_flight_depth
 from .ub.ub import UbTestSignature, UnifiedBuffer
 from .datapath.mte2 import Mte2Datapath
 from .datapath.mte3 import Mte3Datapath
@@ -68,7 +68,9 @@ class MteDma(wiring.Component):
         flags = m.submodules.flags = EventFlags()
         tokens = m.submodules.tokens = TokenTable(ENGINE_PIPES)
         ub = m.submodules.ub = UnifiedBuffer(w, self.profile.ub_size)
-        pipes = {pipe: PipeController(pipe, self.profile, w) for pipe in ENGINE_PIPES}
+        in_flight = in_flight_depth(self.max_outstanding)
+        pipes = {pipe: PipeController(pipe, self.profile, w, in_flight)
+                 for pipe in ENGINE_PIPES}
         for pipe, controller in pipes.items():
             m.submodules[f"pipe_{pipe.name.lower()}"] = controller
         mte2 = m.submodules.mte2 = Mte2Datapath(w, self.max_outstanding, AXI_ID_BITS)

@@ -8,8 +8,8 @@ from model.isa import GM_ADDR_BITS, ErrorCode
 
 from ..lib.axi import AXI4ReadSignature
 from ..lib.queue import BypassQueue
-from ..layouts import (COPY_SEQ_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion, RowJob,
-                      UbWriteSignature)
+from ..layouts import (COPY_SEQ_BITS, ROWS_PAST_BUS, AbortSignature, Completion, RowJob,
+                       UbWriteSignature, in_flight_depth)
 from .aligner import Aligner
 from .axi_reader import AxiReader
 from .completions import WriteCompletions, write_to_ub
@@ -18,10 +18,6 @@ from .pad import PadInserter, PadRow
 from .rowfork import RowFork
 
 ROW_QUEUE = 4       # rows the AXI reader may be handed ahead of the data
-DATA_SLACK = 8      # rows past the bus: in the reader's word queue, aligner and pad stage
-# Commands whose last beat was read but whose last word is not yet written: at most the
-# copies in flight, so the queue (which takes depth - 1) always has room.
-RESULT_QUEUE = IN_FLIGHT_DEPTH + 1
 
 
 def pad_row(row):
@@ -42,8 +38,8 @@ class Mte2Datapath(wiring.Component):
             failing beat, if any
       abort Out AbortSignature: a failing beat cuts its copy short
 
-    At most layouts.IN_FLIGHT_DEPTH copies are between `rows` and `done` (the pipe
-    controller holds to it), so a command's result always has room in its queue and no
+    At most layouts.in_flight_depth(max_outstanding) copies are between `rows` and `done`
+    (the pipe controller holds to it), so a command's result always has room in its queue and no
     read word waits on that queue.
 
     A row's data lands at UB byte ub_addr + left, so the aligner moves it from byte
@@ -72,7 +68,7 @@ class Mte2Datapath(wiring.Component):
         shift = w.bit_length() - 1
         # Rows between the AXI read and the aligner / pad stage: with rows of one burst
         # each, every burst in flight holds one, so the bus can keep them all busy.
-        data_queue = self._max_outstanding + DATA_SLACK
+        data_queue = self._max_outstanding + ROWS_PAST_BUS
         reader = m.submodules.reader = AxiReader(w, self._max_outstanding, self._id_width)
         aligner = m.submodules.aligner = Aligner(w)
         pad = m.submodules.pad = PadInserter(w)
@@ -108,8 +104,11 @@ class Mte2Datapath(wiring.Component):
         What is recorded of a beat is registered first: the bookkeeping and the results
         queue sit apart from the reader, and a command's result is needed only when its
         last word is written to UB, cycles after its last beat."""
+        # Commands whose last beat was read but whose last word is not yet written: at
+        # most the copies in flight, so the queue (which takes depth - 1) always has room.
         queue = m.submodules.results = BypassQueue(
-            width=Completion.as_shape().size, depth=RESULT_QUEUE)
+            width=Completion.as_shape().size,
+            depth=in_flight_depth(self._max_outstanding) + 1)
         beat = beats.payload
         m.d.comb += [
             src.payload.data.eq(beat.data),

@@ -56,7 +56,8 @@ def _ready_by_kind(kind0, kind1, checker_ready, counted, granted):
 
 
 class PipeController(wiring.Component):
-    """Executes one pipe's commands in order.
+    """Executes one pipe's commands in order, with up to `in_flight` copies between its
+    address generator and their Completions (the datapath's layouts.in_flight_depth).
 
     Ports:
       cmd       In  stream of PipeCommand, from the Dispatcher
@@ -101,8 +102,9 @@ class PipeController(wiring.Component):
     cycle it is offered.
     """
 
-    def __init__(self, pipe, profile, width_bytes=32):
+    def __init__(self, pipe, profile, width_bytes=32, in_flight=IN_FLIGHT_DEPTH):
         self.pipe = pipe
+        self.in_flight = in_flight
         self.width_bytes = width_bytes
         self.kind = COPY_KIND[pipe]
         self.profile = PROFILES.get(profile, profile)
@@ -163,20 +165,20 @@ class PipeController(wiring.Component):
         which may come straight from a bus response, reaches none of the queue's logic
         either. `drained` and `room` come from a count of the copies started and not
         completed, stepped by `start` and the Completions and compared alone. The count
-        is at most IN_FLIGHT_DEPTH, and it bounds the queue's entries: a copy started
+        is at most `in_flight`, and it bounds the queue's entries: a copy started
         after a Completion, which the count allows from the next cycle, writes its index
         a cycle after the landed index has left. The queue holds one more (a BypassQueue
         refuses a write once depth - 1 are held), so it always has room. Returns (queue,
         drained, the value drained takes on the next edge, room)."""
         in_flight = m.submodules.in_flight = BypassQueue(
-            width=CMD_INDEX_BITS, depth=IN_FLIGHT_DEPTH + 1)
+            width=CMD_INDEX_BITS, depth=self.in_flight + 1)
         arrived = self.done.valid
         started = Signal()
         started_index = Signal(CMD_INDEX_BITS)
         m.d.sync += [started.eq(start), started_index.eq(index)]
         m.d.comb += [in_flight.w_en.eq(started), in_flight.w_data.eq(started_index),
                      in_flight.r_en.eq(landed)]
-        limit = IN_FLIGHT_DEPTH
+        limit = self.in_flight
         count = Signal(range(limit + 1))
         drained = Signal(init=1)
         drained_next = Signal()
