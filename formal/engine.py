@@ -10,7 +10,7 @@ from unittest import mock
 from amaranth.hdl import Module, Signal, Value
 
 from hdl import top
-from hdl.intake.intake import ENGINE_PIPES, CommandIntake
+from hdl.intake.intake import ENGINE_PIPES, WholeCommandIntake
 from hdl.top import MteDma
 from hdl.ub.ub import UnifiedBuffer
 
@@ -65,7 +65,7 @@ def completions_harness(width_bytes):
     def build(mutation):
         m = Module()
         intakes = []
-        with _small_ub(), _recording(CommandIntake, intakes):
+        with _small_ub(), _recording(WholeCommandIntake, intakes):
             dut = add_block(m, "dut", MteDma(width_bytes=width_bytes,
                                              max_outstanding=MAX_OUTSTANDING), mutation)
         free_stream(m, "cmd", dut.cmd)

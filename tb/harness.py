@@ -14,7 +14,7 @@
   harness keeps a shadow of what UB holds, so a preload writes only the words that change.
 - Commands: pushed whole, one per cycle, on the `cmd` valid/ready stream (each command's
   isa words side by side, the first lowest), with random gaps.
-- `wait_idle` fails the run when nothing moves (no command word, AXI beat or completed
+- `wait_idle` fails the run when nothing moves (no command, AXI beat or completed
   command) for `watchdog` cycles.
 """
 

@@ -16,7 +16,7 @@ environment variables:
   MTE_REPORT        file to append one JSON line per program to (tb/run.py's table)
   MTE_CLI_JOB, MTE_CLI_OUTCOME   the `cli_program` test's input and output files
 
-Each program: GM windows mapped, UB preloaded, random bus behaviour, command words
+Each program: GM windows mapped, UB preloaded, random bus behaviour, whole commands
 pushed, wait for idle (watchdog), then the whole UB and every GM window compared with the
 model, and every pipe's status checked (completed count, error code, command index, bus
 error address), errors cleared. Some programs also drain and compare at their wait_flag

@@ -152,7 +152,7 @@ def test_mte_run_reports_an_rtl_hang(tmp_path, capsys, monkeypatch):
     for engine in ("rtl", "both"):
         assert main(args + ["--engine", engine]) == 1
         err = capsys.readouterr().err
-        assert "the RTL hung: command word 36 not taken" in err
+        assert "the RTL hung: command 17 not taken" in err
         assert "mte2: busy=1 completed=7" in err and "mte3: busy=0 completed=0" in err
 
 

@@ -1,6 +1,6 @@
 """The whole engine (hdl.top.MteDma) in the Amaranth simulator against the golden model.
 
-Each test runs a small program: the command words go in on `cmd`, GM is an AXI4 slave
+Each test runs a small program: its commands go in whole on `cmd`, GM is an AXI4 slave
 model (tests/axi_model.py: random latency and ready pauses; pages outside the mapped
 windows answer DECERR), UB is loaded and read back through the `ub_test` port. After the
 engine is idle, the whole UB and every GM window must equal the golden model's
@@ -24,6 +24,7 @@ from axi_model import PAGE, AxiMemory, Timing
 from hdl import gen
 from hdl.fpga import build as fpga_build
 from hdl.intake.commands import command_bits
+from hdl.layouts import in_flight_depth
 from hdl.lib.axi import Resp
 from hdl.pipe.checker import CopyChecker
 from hdl.soc.fpga_top import MteDmaFpga
@@ -611,18 +612,21 @@ def test_bus_error_stops_the_copy(direction):
 
 # --- latency budget ---------------------------------------------------------------
 
-FIXED_OVERHEAD = 16     # cycles a copy may take beyond L + its beats
-# UB->UB at W = 32 writes the words it reads, with no aligner or pad stage between.
-FIXED_OVERHEAD_UB_TO_UB = 12
+# Cycles a copy may take beyond L + its beats. GM->UB and UB->UB count a copy complete
+# as its last UB word is written; a GM->UB row whose data moves to lower byte lanes has
+# its last two words wait for its last read word; UB->UB at W = 32 writes the words it
+# reads, with no aligner or pad stage between.
+FIXED_OVERHEAD = {"gm_to_ub": 14, "gm_to_ub_padded": 15, "ub_to_gm": 16, "ub_to_ub": 11}
 GM_LATENCY = 32
 
 
-def copy_cycles(setup, program, timing, timed=1):
+def copy_cycles(setup, program, timing, timed=1, max_outstanding=16):
     """Cycles of the program's last `timed` commands, copies of one pipe, alone in the
     engine: from the edge that takes the first one to the edge after which the pipe's
     `completed` has gone up by `timed`. The commands before them are pushed and drained
-    first; the later timed commands follow one per cycle."""
-    dut = MteDma(PROFILE, W, max_outstanding=16)
+    first; the later timed commands follow one per cycle. The engine keeps
+    `max_outstanding` AXI bursts in flight per direction."""
+    dut = MteDma(PROFILE, W, max_outstanding=max_outstanding)
     memory = AxiMemory(GM_BASE, GM_PAGES * PAGE, W, random.Random(0), timing)
     memory.mem[:] = setup.gm_bytes()
     commands = [command_bits(isa.encode(i.op, i.values)) for i in instrs(program)]
@@ -697,13 +701,13 @@ def gm_latency(shape):
 @pytest.mark.parametrize("shape", ["gm_to_ub", "gm_to_ub_padded", "ub_to_gm", "ub_to_ub"])
 def test_one_copy_within_the_latency_budget(shape):
     """A copy of 32 rows, 128 bytes each on both sides (128 GM and 128 UB beats; the
-    padded one 100 data bytes per row), alone: at most L + max(GM beats, UB beats) + 16
-    cycles (UB->UB: + 12)."""
+    padded one 100 data bytes per row), alone: at most L + max(GM beats, UB beats) +
+    FIXED_OVERHEAD of its shape."""
     beats = TILE_ROWS * TILE_ROW_BYTES // W
     timing = Timing(latency=(GM_LATENCY, GM_LATENCY))
     cycles = copy_cycles(tile_setup(), number([tile_copy(shape)]), timing)
-    budget = FIXED_OVERHEAD_UB_TO_UB if shape == "ub_to_ub" else FIXED_OVERHEAD
-    assert cycles <= gm_latency(shape) + beats + budget, cycles - gm_latency(shape) - beats
+    assert cycles <= gm_latency(shape) + beats + FIXED_OVERHEAD[shape], \
+        cycles - gm_latency(shape) - beats
 
 
 @pytest.mark.parametrize("shape", ["gm_to_ub", "ub_to_gm", "ub_to_ub"])
@@ -746,6 +750,25 @@ def test_short_copies_run_at_the_checker_rate(shape):
     cycles = copy_cycles(tile_setup(), program, timing, timed=SHORT_COPIES)
     one = copy_cycles(tile_setup(), number([last]), timing)
     assert cycles == one + (SHORT_COPIES - 1) * interval, (cycles, one, interval)
+
+
+def test_one_beat_copies_fill_the_bursts_in_flight():
+    """With N = 32 bursts in flight a pipe keeps layouts.in_flight_depth(32) = 40 copies
+    between its address generator and their completions: 32 one-beat copies at L = 200
+    overlap in one latency, where with 16 in flight the last 16 would wait for the first
+    completion and then a latency of their own (over 2 L)."""
+    copies, latency = 32, 200
+    assert in_flight_depth(copies) > copies
+    program = number([short_copy("gm_to_ub", k) for k in range(copies)])
+    cycles = copy_cycles(tile_setup(), program, Timing(latency=(latency, latency)),
+                         timed=copies, max_outstanding=copies)
+    assert cycles < latency + copies * 4 + FIXED_OVERHEAD["gm_to_ub"], cycles
+
+
+def test_in_flight_depth_follows_the_bursts_in_flight():
+    assert [in_flight_depth(n) for n in (1, 8, 9, 64)] == [16, 16, 17, 72]
+    with pytest.raises(ValueError, match="at most 247 bursts in flight"):
+        in_flight_depth(248)
 
 
 @pytest.mark.parametrize("top, module", [("sim", "mte_dma"), ("fpga", "mte_dma_fpga")])
