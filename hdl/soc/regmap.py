@@ -1,5 +1,5 @@
 """The CSR register map: the one description the AXI4-Lite front end, its tests and the
-README table are all made from.
+register table of docs/architecture.md are all made from.
 
 Every register is 32 bits wide at a 4-byte aligned offset.
 """
@@ -77,7 +77,7 @@ assert max(r.offset for r in REGISTERS) < 1 << ADDR_BITS
 
 
 def markdown_table():
-    """The register map as the README shows it."""
+    """The register map as docs/architecture.md shows it."""
     lines = ["| offset | name | access | meaning |", "|---|---|---|---|"]
     for r in REGISTERS:
         meaning = r.doc
