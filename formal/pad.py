@@ -63,6 +63,14 @@ def _counter(m, name, step, width=RING.bit_length() - 1):
     return count
 
 
+def _word_in_row(m, name, step, last, width):
+    """A word's index within its row: counts words, back to 0 after the row's last."""
+    index = _counter(m, name, step, width)
+    with m.If(step & last):
+        m.d.sync += index.eq(0)
+    return index
+
+
 def _take_rows(m, rows, width_bytes):
     """Rows offered as RowJob gives them (length >= 1; select = 1: left + length <=
     extent; inside UB), within the bounds above, each recorded in a ring as taken."""
@@ -102,9 +110,7 @@ def _feed_data(m, words, ring, taken, width_bytes, tag):
     word = words.payload
     go = words.valid & words.ready
     supplied = _counter(m, "data_rows_supplied", go & word.last)
-    index = _counter(m, "data_word_in_row", go, END_BITS - shift)
-    with m.If(go & word.last):
-        m.d.sync += index.eq(0)
+    index = _word_in_row(m, "data_word_in_row", go, word.last, END_BITS - shift)
     given = _counter(m, "data_words_given", go, 8)
     row = data.View(TrackedRow, ring[supplied])
     offset = row.data_start[:shift]
@@ -127,9 +133,7 @@ def _check_writes(m, ub, rows_offered, ring, taken, width_bytes, tag):
     write = ub.payload
     go = ub.valid & ub.ready
     written = _counter(m, "rows_written", go & write.last)
-    index = _counter(m, "ub_word_in_row", go, END_BITS - shift)
-    with m.If(go & write.last):
-        m.d.sync += index.eq(0)
+    index = _word_in_row(m, "ub_word_in_row", go, write.last, END_BITS - shift)
     row = data.View(TrackedRow, ring[written])
     base = Cat(C(0, shift), write.addr)         # UB address of the word's byte 0
     holds_data = (base < row.data_end) & (base + width_bytes > row.data_start)
