@@ -13,7 +13,7 @@ from hdl.datapath.aligner import Aligner
 from hdl.layouts import LEN_BITS
 
 from .axi_master import free, free_stream
-from .props import add_block, assume, prop, stream_rule
+from .props import add_block, assume, counter, prop, stream_rule
 
 MAX_WORDS = 2
 
@@ -40,8 +40,8 @@ def aligner_harness(width_bytes):
         spot = Signal(LEN_BITS, name="tracked_offset")
         value = Signal(8, name="tracked_value")
         m.d.comb += [spot.eq(AnyConst(LEN_BITS)), value.eq(AnyConst(8))]
-        src_words = _count(m, "src_words", dut.src.valid & dut.src.ready)
-        dst_words = _count(m, "dst_words", dut.dst.valid & dut.dst.ready)
+        src_words = counter(m, "src_words", dut.src.valid & dut.src.ready, LEN_BITS)
+        dst_words = counter(m, "dst_words", dut.dst.valid & dut.dst.ready, LEN_BITS)
         source_at = Cat(C(0, shift), src_words) - row.src_off     # row offset of lane 0
         dest_at = Cat(C(0, shift), dst_words) - row.dst_off
         out = dut.dst.payload
@@ -62,10 +62,3 @@ def aligner_harness(width_bytes):
                  | (out.data.word_select(lane, 8) == value))
         return m
     return build
-
-
-def _count(m, name, step):
-    count = Signal(LEN_BITS, name=name)
-    with m.If(step):
-        m.d.sync += count.eq(count + 1)
-    return count

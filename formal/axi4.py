@@ -17,7 +17,7 @@ What a master must do is asserted; what the slave may do is assumed, and nothing
 
 from amaranth.hdl import Array, Cat, Mux, ResetSignal, Signal
 
-from .props import assume, past, prop, stream_rule
+from .props import assume, counter, past, prop, stream_rule
 
 PAGE_BYTES = 4096
 
@@ -31,13 +31,6 @@ class _Channel:
 
 
 _ADDRESS = ("id", "addr", "len", "size", "burst", "lock", "cache", "prot", "qos")
-
-
-def _count(m, name, step, width):
-    """Handshakes counted modulo 2^width."""
-    count = Signal(width, name=name)
-    m.d.sync += count.eq(count + step)
-    return count
 
 
 class Axi4MasterChecker:
@@ -95,8 +88,8 @@ class Axi4MasterChecker:
         bits = self.ring.bit_length() - 1
         ar_go = axi.arvalid & axi.arready
         r_go = axi.rvalid & axi.rready
-        issued = _count(m, "ar_issued", ar_go, bits)
-        finished = _count(m, "r_finished", r_go & axi.rlast, bits)
+        issued = counter(m, "ar_issued", ar_go, bits)
+        finished = counter(m, "r_finished", r_go & axi.rlast, bits)
         outstanding = (issued - finished)[:bits]
         stream_rule(m, assume, "r", _Channel(axi, "r", ("id", "data", "resp", "last")))
         assume(m, "r_only_for_issued_bursts", ~axi.rvalid | (outstanding != 0))
@@ -109,9 +102,9 @@ class Axi4MasterChecker:
         aw_go = axi.awvalid & axi.awready
         w_go = axi.wvalid & axi.wready
         b_go = axi.bvalid & axi.bready
-        issued = _count(m, "aw_issued", aw_go, bits)
-        written = _count(m, "w_bursts", w_go & axi.wlast, bits)
-        answered = _count(m, "b_answered", b_go, bits)
+        issued = counter(m, "aw_issued", aw_go, bits)
+        written = counter(m, "w_bursts", w_go & axi.wlast, bits)
+        answered = counter(m, "b_answered", b_go, bits)
         beat = Signal(8, name="w_beat")
         with m.If(w_go):
             m.d.sync += beat.eq(_next_beat(axi.wlast, beat))

@@ -7,7 +7,7 @@ its full 256 KiB of memory bits would be the solver's whole problem."""
 from contextlib import contextmanager
 from unittest import mock
 
-from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl import Module, Value
 
 from hdl import top
 from hdl.intake.intake import ENGINE_PIPES, WholeCommandIntake
@@ -16,7 +16,7 @@ from hdl.ub.ub import UnifiedBuffer
 
 from .axi4 import Axi4MasterChecker
 from .axi_master import free, free_slave, free_stream
-from .props import add_block, prop
+from .props import add_block, counter, prop
 
 SMALL_UB_WORDS = 4
 MAX_OUTSTANDING = 2
@@ -76,9 +76,10 @@ def completions_harness(width_bytes):
         commands = intakes[0].commands
         for pipe in ENGINE_PIPES:
             status = getattr(dut, f"status_{pipe.name.lower()}")
-            accepted = Signal.like(status.completed, name=f"accepted_{pipe.name.lower()}")
-            with m.If(commands.valid & commands.ready & (commands.payload.pipe == pipe)):
-                m.d.sync += accepted.eq(accepted + 1)
+            accepted = counter(
+                m, f"accepted_{pipe.name.lower()}",
+                commands.valid & commands.ready & (commands.payload.pipe == pipe),
+                len(status.completed))
             prop(m, f"{pipe.name.lower()}_completions_only_for_accepted_commands",
                  status.completed <= accepted)
         return m

@@ -18,9 +18,10 @@ from hdl.layouts import EXTENT_BITS
 from model.isa import UB_ADDR_BITS
 
 from .axi_master import free, free_stream
-from .props import add_block, assume, prop, stream_rule
+from .props import add_block, assume, counter, prop, stream_rule
 
 RING = 4                # rows the harness tells apart
+ROW_COUNT_BITS = RING.bit_length() - 1  # rows counted modulo the ring's size
 ROW_WORDS = 3
 END_BITS = UB_ADDR_BITS + 2
 
@@ -56,16 +57,9 @@ def _tagger(width_bytes):
     return lambda count, lane: Cat(C(lane, lane_bits), count[:8 - lane_bits])
 
 
-def _counter(m, name, step, width=RING.bit_length() - 1):
-    count = Signal(width, name=name)
-    with m.If(step):
-        m.d.sync += count.eq(count + 1)
-    return count
-
-
 def _word_in_row(m, name, step, last, width):
     """A word's index within its row: counts words, back to 0 after the row's last."""
-    index = _counter(m, name, step, width)
+    index = counter(m, name, step, width)
     with m.If(step & last):
         m.d.sync += index.eq(0)
     return index
@@ -87,7 +81,7 @@ def _take_rows(m, rows, width_bytes):
     assume(m, "rows_short", ~rows.valid | (extent <= ROW_WORDS * width_bytes))
     assume(m, "rows_low", ~rows.valid | (row.ub_addr < 2 * width_bytes))
     ring = Array(Signal(TrackedRow.as_shape().size, name=f"row_{i}") for i in range(RING))
-    taken = _counter(m, "rows_taken", rows.valid & rows.ready)
+    taken = counter(m, "rows_taken", rows.valid & rows.ready, ROW_COUNT_BITS)
     tracked = Signal(TrackedRow, name="tracked")
     m.d.comb += [tracked.start.eq(row.ub_addr),
                  tracked.data_start.eq(row.ub_addr + left),
@@ -109,9 +103,9 @@ def _feed_data(m, words, ring, taken, width_bytes, tag):
     free_stream(m, "data", words)
     word = words.payload
     go = words.valid & words.ready
-    supplied = _counter(m, "data_rows_supplied", go & word.last)
+    supplied = counter(m, "data_rows_supplied", go & word.last, ROW_COUNT_BITS)
     index = _word_in_row(m, "data_word_in_row", go, word.last, END_BITS - shift)
-    given = _counter(m, "data_words_given", go, 8)
+    given = counter(m, "data_words_given", go, 8)
     row = data.View(TrackedRow, ring[supplied])
     offset = row.data_start[:shift]
     length = row.data_end - row.data_start
@@ -132,12 +126,12 @@ def _check_writes(m, ub, rows_offered, ring, taken, width_bytes, tag):
     shift = width_bytes.bit_length() - 1
     write = ub.payload
     go = ub.valid & ub.ready
-    written = _counter(m, "rows_written", go & write.last)
+    written = counter(m, "rows_written", go & write.last, ROW_COUNT_BITS)
     index = _word_in_row(m, "ub_word_in_row", go, write.last, END_BITS - shift)
     row = data.View(TrackedRow, ring[written])
     base = Cat(C(0, shift), write.addr)         # UB address of the word's byte 0
     holds_data = (base < row.data_end) & (base + width_bytes > row.data_start)
-    used = _counter(m, "data_words_used", go & holds_data, 8)
+    used = counter(m, "data_words_used", go & holds_data, 8)
     valid = ub.valid
     assume(m, "rows_wait_while_ring_full",
            ~rows_offered | ((taken - written)[:len(taken)] != RING - 1))

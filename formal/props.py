@@ -24,6 +24,13 @@ def past(m, value, name=None):
     return held
 
 
+def counter(m, name, step, width):
+    """How many cycles `step` was high, modulo 2^width."""
+    count = Signal(width, name=name)
+    m.d.sync += count.eq(count + step)
+    return count
+
+
 def stalled(m, stream):
     """High on every cycle after one on which `stream` offered and was not taken."""
     return past(m, stream.valid & ~stream.ready, name="stalled")
