@@ -48,6 +48,7 @@ class MteDma(wiring.Component):
         self.width_bytes = width_bytes
         self.max_outstanding = max_outstanding
         self._routed_words = routed_words
+        self.ub = UnifiedBuffer(width_bytes, self.profile.ub_size)
         super().__init__({
             "cmd": In(stream.Signature(RoutedWord if routed_words else Command)),
             "m_axi": Out(AXI4Signature(GM_ADDR_BITS, 8 * width_bytes, AXI_ID_BITS)),
@@ -67,7 +68,7 @@ class MteDma(wiring.Component):
         dispatcher = m.submodules.dispatcher = Dispatcher()
         flags = m.submodules.flags = EventFlags()
         tokens = m.submodules.tokens = TokenTable(ENGINE_PIPES)
-        ub = m.submodules.ub = UnifiedBuffer(w, self.profile.ub_size)
+        ub = m.submodules.ub = self.ub
         in_flight = in_flight_depth(self.max_outstanding)
         pipes = {pipe: PipeController(pipe, self.profile, w, in_flight)
                  for pipe in ENGINE_PIPES}

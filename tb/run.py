@@ -164,13 +164,18 @@ def build_args(sim, waves, build_dir):
     return ICARUS_ARGS + dump
 
 
+def public_config(toplevel):
+    """Verilator's config making public the top's signals and the UB's memories, wherever
+    the UB sits below the top (`mte_dma.ub`, `mte_dma_fpga.engine.ub`)."""
+    return (f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n'
+            f'public_flat_rw -module "{toplevel}.*ub.memory*" -var "memory"\n')
+
+
 def write_build_files(sim, waves, build_dir, toplevel):
     """The files build_args names: Verilator's public-signal config, Icarus's dump module
     (its FST comes from the runner's `-fst` at run time)."""
     if sim == "verilator":
-        (build_dir / "public_top.vlt").write_text(
-            f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n'
-            f'public_flat_rw -module "{toplevel}.ub.memory*" -var "memory"\n')
+        (build_dir / "public_top.vlt").write_text(public_config(toplevel))
     elif waves:
         (build_dir / f"{ICARUS_DUMP}.v").write_text(
             f"module {ICARUS_DUMP};\n  initial begin\n"
@@ -204,7 +209,8 @@ def build(sim, profile, width, waves, root=BUILD, toplevel=TOPLEVEL, gen_args=()
         source = generate_verilog(profile, width, root, toplevel, gen_args)
         args = build_args(sim, waves, build_dir)
         stamp = build_dir / "built-from.txt"
-        backdoor = BACKDOOR_SOURCE.read_text() if sim == "verilator" else ""
+        backdoor = BACKDOOR_SOURCE.read_text() + public_config(toplevel) \
+            if sim == "verilator" else ""
         built_from = " ".join(args) + "\n" + backdoor + source.read_text()
         if stamp.exists() and stamp.read_text() == built_from:
             return runner, build_dir     # the runner would run Verilator again regardless

@@ -35,6 +35,7 @@ from hdl.soc import regmap
 from hdl.soc.c_header import c_header
 from model.engine import COPY_OPCODES
 from model.isa import PROFILES, ErrorCode
+from tb.backdoor import UbBackdoor
 from tb.harness import CLOCK_NS, BusStats, GlobalMemory, GmReader, GmWriter, PipeStatus
 from tb.programs import GUARD, case_seed, example_cases, generate
 from tb.scoreboard import (ENGINE_PIPES, compare, drain_points, expect, instr_pipe,
@@ -72,6 +73,7 @@ class Cpu:
         logging.getLogger(f"cocotb.{dut._name}.s_axil_").setLevel(logging.WARNING)
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
         self.ub_size = None         # from CONFIG
+        self.width = None           # UB word bytes, from CONFIG
         self.ub = None              # what the CPU knows UB holds (None: nothing)
         self.commands = 0           # commands pushed since reset: how the engine numbers them
         self.waits = 0              # CMD_FREE reads that found too little room
@@ -120,11 +122,23 @@ class Cpu:
             out += b"".join(e.data.data for e in events)
         return bytes(out)
 
-    async def read_ub(self):
-        """The whole UB through the window (UB_ADDR steps by 4 on every UB_DATA read)."""
-        await self.write("UB_ADDR", 0)
-        self.ub = await self.reads("UB_DATA", self.ub_size // 4)
-        return self.ub
+    async def read_ub(self, spans=None):
+        """The whole UB. With `spans` ([start, end) byte ranges of whole words), the UB as
+        the simulator holds it, and those words also through the window, which must read
+        the same; without, all of it through the window (UB_ADDR steps by 4 on every
+        UB_DATA read)."""
+        if spans is None:
+            await self.write("UB_ADDR", 0)
+            self.ub = await self.reads("UB_DATA", self.ub_size // 4)
+            return self.ub
+        image = UbBackdoor(self.ub_size // self.width, self.width).read()
+        for start, end in spans:
+            await self.write("UB_ADDR", start)
+            window = await self.reads("UB_DATA", (end - start) // 4)
+            assert window == image[start:end], \
+                f"UB {start:#x}..{end:#x} through UB_DATA differs from the UB itself"
+        self.ub = image
+        return image
 
     async def push(self, words, command_words):
         """Push command words, never more than CMD_FREE says the FIFO has room for."""
@@ -345,6 +359,17 @@ class UbBystander(CpuThread):
                 f"UB {self.start:#x}+{4 * self.words} read back otherwise while a program ran"
 
 
+def window_spans(expectation, ub_size):
+    """[start, end) of the UB words the program reads or writes, a guard word each side."""
+    spans, at = [], 0
+    for start, end in untouched_ub(expectation.instrs, expectation.wrote, ub_size) \
+            + [(ub_size, ub_size)]:
+        if start > at:
+            spans.append((max(at - 4, 0), min(start + 4, ub_size)))
+        at = end
+    return spans
+
+
 def start_bystander(cpu, case, expectation):
     """A UbBystander on up to 256 bytes of a free stretch of UB, drawn from the case's
     name, most often at one of its ends, so it shares UB words with the program's own
@@ -361,11 +386,13 @@ def start_bystander(cpu, case, expectation):
 
 
 async def run_program(fpga, case, latency=8, poll=False, bystander=False,
-                      push=push_and_wait):
+                      push=push_and_wait, whole_window=False):
     """Run one case through the CSR and check memories and status against the model.
     Each GM read burst waits up to `latency` cycles before its data; with `poll`, a
     StatusPoller reads status while the program is pushed and run, and with `bystander`
-    a UbBystander uses UB beside it. `push` pushes words and waits for them to run."""
+    a UbBystander uses UB beside it. `push` pushes words and waits for them to run. The
+    whole UB is compared; the CPU reads the words the program touches through the
+    window (all of UB with `whole_window`)."""
     cpu, expectation = fpga.cpu, expect(case)
     fpga.gm.gm = GlobalMemory(case.gm, case.fault_pages)
     fpga.gm.reader.max_latency = latency
@@ -412,7 +439,7 @@ async def run_program(fpga, case, latency=8, poll=False, bystander=False,
             assert got.error_addr == want.error_addr, \
                 f"{label} error address {got.error_addr:#x}, expected {want.error_addr:#x}"
 
-    ub = await cpu.read_ub()
+    ub = await cpu.read_ub(None if whole_window else window_spans(expectation, cpu.ub_size))
     mismatches = compare(expectation, final, ub, fpga.gm.gm.images(), cycle(), case.name)
     assert not mismatches, "\n".join(map(str, mismatches))
     fpga.dut._log.info("%s: %d commands, %d words, %d cycles", case.name,
@@ -462,6 +489,7 @@ async def identify(fpga):
     config = await cpu.read("CONFIG")
     assert field("CONFIG", "width_bytes", config) == len(dut.m_axi__wdata) // 8, f"{config:#x}"
     cpu.ub_size = field("CONFIG", "ub_kib", config) * 1024
+    cpu.width = field("CONFIG", "width_bytes", config)
     assert cpu.ub_size == PROFILES[fpga.profile].ub_size, f"CONFIG {config:#x}"
     assert await cpu.read("CMD_FREE") == regmap.CMD_FIFO_DEPTH
 
@@ -475,7 +503,7 @@ async def cpu_programs(dut):
     cpu = fpga.cpu
     await identify(fpga)
 
-    await run_program(fpga, guarded_example(EXAMPLE, fpga.profile))
+    await run_program(fpga, guarded_example(EXAMPLE, fpga.profile), whole_window=True)
     # slow GM reads back the commands up into the CSR's FIFO
     run = await run_program(fpga, mixed_program(fpga.profile), latency=400, bystander=True)
     assert cpu.waits, "no push ever found the command FIFO short of room"

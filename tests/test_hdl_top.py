@@ -2,8 +2,9 @@
 
 Each test runs a small program: its commands go in whole on `cmd`, GM is an AXI4 slave
 model (tests/axi_model.py: random latency and ready pauses; pages outside the mapped
-windows answer DECERR), UB is loaded and read back through the `ub_test` port. After the
-engine is idle, the whole UB and every GM window must equal the golden model's
+windows answer DECERR), UB is loaded and read back in place, in its memories (the
+`ub_test` port reaches the same words: test_ub_test_port_reaches_the_memories_read_in_place).
+After the engine is idle, the whole UB and every GM window must equal the golden model's
 (model.engine.Engine) byte for byte, and each pipe's status must count every command and
 show the expected error.
 """
@@ -12,7 +13,6 @@ import gc
 import os
 import random
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from hdl.pipe.checker import CopyChecker
 from hdl.soc.fpga_top import MteDmaFpga
 from hdl.pipe.pipe import PipeController
 from hdl.top import MteDma
-from hdl.ub.ub import TEST_READ_LATENCY
+from hdl.ub.ub import PART_BYTES, TEST_READ_LATENCY
 from hdl_helpers import register_sources, run_sim, stream_put, synth_ecp5_module
 from model import isa, seeds
 from model.engine import Engine
@@ -178,7 +178,7 @@ def run_rtl(setup, program, timing=BUSY, max_cycles=20000):
                 for name in ("mte2", "mte3", "v")}
 
     async def bench(ctx):
-        await load_ub(ctx, dut.ub_test, setup.ub_data)
+        load_ub(ctx, dut.ub, setup.ub_data)
         for command in commands:
             await stream_put(ctx, dut.cmd, {"raw": command})
             if rng.random() < 0.2:
@@ -195,17 +195,36 @@ def run_rtl(setup, program, timing=BUSY, max_cycles=20000):
         await ctx.tick()
         ctx.set(dut.clear_errors, 0)
         result["cleared"] = status(ctx)
-        result["ub"] = await read_ub(ctx, dut.ub_test)
+        result["ub"] = read_ub(ctx, dut.ub)
 
     run_sim(dut, bench, processes=[memory.read_process(dut.m_axi),
                                    memory.write_process(dut.m_axi)], timeout=max_cycles)
     return RtlResult(gm=bytes(memory.mem), bus=memory, **result)
 
 
-async def load_ub(ctx, port, data):
-    ctx.set(port.wstrb, (1 << W) - 1)
+def load_ub(ctx, ub, data):
+    """Writes {UB byte address: bytes} into the UB's memories in place, at no cycle."""
     for addr, chunk in data.items():
         assert addr % W == 0 and len(chunk) % W == 0
+        for i in range(0, len(chunk), W):
+            for k, part in enumerate(ub.parts):
+                start = i + k * PART_BYTES
+                ctx.set(part.contents[(addr + i) // W],
+                        int.from_bytes(chunk[start:start + PART_BYTES], "little"))
+
+
+def read_ub(ctx, ub):
+    """All of UB, read from its memories in place, at no cycle."""
+    out = bytearray()
+    for word in range(UB_WORDS):
+        for part in ub.parts:
+            out += ctx.get(part.contents[word]).to_bytes(PART_BYTES, "little")
+    return bytes(out)
+
+
+async def load_ub_through_port(ctx, port, data):
+    ctx.set(port.wstrb, (1 << W) - 1)
+    for addr, chunk in data.items():
         for i in range(0, len(chunk), W):
             ctx.set(port.addr, (addr + i) // W)
             ctx.set(port.wdata, int.from_bytes(chunk[i:i + W], "little"))
@@ -214,18 +233,38 @@ async def load_ub(ctx, port, data):
     ctx.set(port.we, 0)
 
 
-async def read_ub(ctx, port):
-    """All of UB, one word per cycle: a word shows TEST_READ_LATENCY edges after its
-    read."""
+async def read_ub_through_port(ctx, port, addr, words):
+    """`words` UB words from byte address `addr`, one per cycle: a word shows
+    TEST_READ_LATENCY edges after its read."""
     out = bytearray()
     ctx.set(port.re, 1)
-    for i in range(UB_WORDS + TEST_READ_LATENCY - 1):
-        ctx.set(port.addr, min(i, UB_WORDS - 1))
+    for i in range(words + TEST_READ_LATENCY - 1):
+        ctx.set(port.addr, addr // W + min(i, words - 1))
         await ctx.tick()
         if i >= TEST_READ_LATENCY - 1:
             out += ctx.get(port.rdata).to_bytes(W, "little")
     ctx.set(port.re, 0)
     return bytes(out)
+
+
+def test_ub_test_port_reaches_the_memories_read_in_place():
+    """What the ub_test port writes, the memories hold; what is put in them, the port
+    reads: the in-place access the other tests use sees the UB the engine uses."""
+    dut = MteDma(PROFILE, W)
+    through_port, in_place = pattern(7, 4 * W), pattern(8, 4 * W)
+    result = {}
+
+    async def bench(ctx):
+        await load_ub_through_port(ctx, dut.ub_test, {0x100: through_port})
+        await ctx.tick().repeat(2)      # the last write passes the UB's head register
+        load_ub(ctx, dut.ub, {0x400: in_place})
+        result["ub"] = read_ub(ctx, dut.ub)
+        result["port"] = await read_ub_through_port(ctx, dut.ub_test, 0x400, 4)
+
+    run_sim(dut, bench, timeout=100)
+    assert result["ub"][0x100:0x100 + 4 * W] == through_port
+    assert result["port"] == in_place
+    assert result["ub"][:0x100] == bytes(0x100)
 
 
 # --- checks ------------------------------------------------------------------------
@@ -645,7 +684,7 @@ def copy_cycles(setup, program, timing, timed=1, max_outstanding=16):
         return edges
 
     async def bench(ctx):
-        await load_ub(ctx, dut.ub_test, setup.ub_data)
+        load_ub(ctx, dut.ub, setup.ub_data)
         for command in commands[:-timed]:
             await put(ctx, command)
         while not ctx.get(dut.idle):
@@ -771,17 +810,21 @@ def test_in_flight_depth_follows_the_bursts_in_flight():
         in_flight_depth(248)
 
 
-@pytest.mark.parametrize("top, module", [("sim", "mte_dma"), ("fpga", "mte_dma_fpga")])
-def test_generated_verilog_lints(tmp_path, top, module):
-    """`make verilog [TOP=fpga]`'s generator, then `verilator --lint-only -Wall` with the
-    waivers."""
-    out = tmp_path / f"{module}.v"
-    subprocess.run([sys.executable, "-m", "hdl.gen", "--top", top, "--profile", "a5",
-                    "--width", str(W), "-o", str(out)], cwd=ROOT, check=True)
+# The Verilog the cocotb tests simulate: the engine's at a5, the FPGA top's at kirin9030.
+LINTED = {"mte_dma": (tb_run.BUILD, "a5"), "mte_dma_fpga": (fpga_run.BUILD, "kirin9030")}
+
+
+@pytest.mark.parametrize("module", sorted(LINTED))
+def test_generated_verilog_lints(module):
+    """`make verilog [TOP=fpga]`'s generator (through tb.run's cache, which the cocotb
+    tests share), then `verilator --lint-only -Wall` with the waivers."""
+    root, profile = LINTED[module]
+    with tb_run.locked(root / f"{profile}_w{W}.lock"):
+        out = tb_run.generate_verilog(profile, W, root, module)
     assert f"module {module}(" in out.read_text()
-    root = Path(verilator.__file__).parent
-    env = dict(os.environ, VERILATOR_ROOT=str(root),
-               PATH=f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    verilator_root = Path(verilator.__file__).parent
+    env = dict(os.environ, VERILATOR_ROOT=str(verilator_root),
+               PATH=f"{verilator_root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     lint = subprocess.run(["verilator", "--lint-only", "-Wall",
                            str(ROOT / "hdl" / "verilator_waivers.vlt"), str(out)],
                           env=env, capture_output=True, text=True)

@@ -13,7 +13,7 @@ after its address.
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Signal
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, MemoryData, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -88,6 +88,9 @@ class BlockRam(wiring.Component):
         self.width_bytes = width_bytes
         self.depth = depth
         self.addr_bits = max(ceil_log2(depth), 1)
+        # The generic form's words, which a simulator testbench may read and write in
+        # place (ctx.get / ctx.set of contents[i]).
+        self.contents = MemoryData(shape=8 * width_bytes, depth=depth, init=[])
         super().__init__({
             "w_addr": In(self.addr_bits),
             "w_data": In(8 * width_bytes),
@@ -101,8 +104,7 @@ class BlockRam(wiring.Component):
         if isinstance(platform, Ecp5Target):
             self._dp16kd_grid(m)
             return m
-        memory = m.submodules.memory = Memory(shape=8 * self.width_bytes, depth=self.depth,
-                                              init=[])
+        memory = m.submodules.memory = Memory(self.contents)
         write = memory.write_port(granularity=8)
         read = memory.read_port()
         m.d.comb += [write.addr.eq(self.w_addr), write.data.eq(self.w_data),

@@ -200,6 +200,9 @@ class UnifiedBuffer(wiring.Component):
         assert size % width_bytes == 0
         self.width_bytes = width_bytes
         self.size = size
+        # Part k holds bytes PART_BYTES * k to PART_BYTES * (k + 1) - 1 of every word.
+        self.parts = [BlockRam(PART_BYTES, size // width_bytes)
+                      for _ in range(part_count(width_bytes))]
         super().__init__({
             "mte2_wr": In(UbWriteSignature(width_bytes)),
             "v_wr": In(UbWriteSignature(width_bytes)),
@@ -210,12 +213,10 @@ class UnifiedBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        mems = [BlockRam(PART_BYTES, self.size // self.width_bytes)
-                for _ in range(part_count(self.width_bytes))]
-        for k, mem in enumerate(mems):
-            m.submodules[f"memory{k}"] = mem
-        self._write_side(m, mems)
-        self._read_side(m, mems)
+        for k, part in enumerate(self.parts):
+            m.submodules[f"memory{k}"] = part
+        self._write_side(m, self.parts)
+        self._read_side(m, self.parts)
         return m
 
     def _write_side(self, m, mems):
