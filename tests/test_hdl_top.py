@@ -655,7 +655,7 @@ def test_bus_error_stops_the_copy(direction):
 # as its last UB word is written; a GM->UB row whose data moves to lower byte lanes has
 # its last two words wait for its last read word; UB->UB at W = 32 writes the words it
 # reads, with no aligner or pad stage between.
-FIXED_OVERHEAD = {"gm_to_ub": 15, "gm_to_ub_padded": 16, "ub_to_gm": 16, "ub_to_ub": 12}
+FIXED_OVERHEAD = {"gm_to_ub": 14, "gm_to_ub_padded": 15, "ub_to_gm": 16, "ub_to_ub": 11}
 GM_LATENCY = 32
 
 

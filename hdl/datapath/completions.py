@@ -8,7 +8,9 @@ from ..layouts import Completion
 
 
 class WriteCompletions(wiring.Component):
-    """Reports a copy as complete once its last UB word is written.
+    """Reports a copy as complete as its last UB word is written: its Completion is
+    offered on the cycle the UB takes that word (if the command's result is known then),
+    so the pipe counts it on the same edge.
 
     Ports:
       written  In  1: a command's last word was written to UB this cycle
@@ -17,7 +19,9 @@ class WriteCompletions(wiring.Component):
       done     Out stream of Completion: one per `written`, with that command's result
 
     Up to `pending` written commands wait for `done` to be taken; the pipe controller takes
-    every Completion the cycle it is offered, so one suffices in the engine.
+    every Completion the cycle it is offered, so none waits in the engine. `written` comes
+    from registers (the pad stage's output and the UB's `ready`), so `done.valid` is a
+    gate of registers.
     """
 
     def __init__(self, pending=3):
@@ -34,7 +38,7 @@ class WriteCompletions(wiring.Component):
         taken = self.done.valid & self.done.ready
         m.d.comb += [
             self.done.payload.eq(self.results.payload),
-            self.done.valid.eq((waiting != 0) & self.results.valid),
+            self.done.valid.eq(((waiting != 0) | self.written) & self.results.valid),
             self.results.ready.eq(taken),
         ]
         m.d.sync += waiting.eq(waiting + self.written - taken)
