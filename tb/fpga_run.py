@@ -28,8 +28,9 @@ BUILD = tb_run.BUILD / "fpga_tb"
 
 def build(profile="a5", width=32, waves=False):
     """(runner, build directory), building only when the Verilog changed; with `waves`, a
-    traced build in a directory of its own. Never a quick build: every program's whole UB
-    goes through a 32-bit window, and the model's speed pays for its -Os compile."""
+    traced build in a directory of its own. Never a quick build: the programs' UB words go
+    through a 32-bit window, and the model's speed pays for its -Os compile (the CPU
+    test: 45 s to build and 39 s to run, against 22 s and 108 s at -O0)."""
     return tb_run.build("verilator", profile, width, waves=waves, root=BUILD,
                         toplevel=tb_run.FPGA_TOPLEVEL, quick=False)
 

@@ -1,12 +1,14 @@
 """cocotb test of the FPGA top (`mte_dma_fpga`) driven only as a CPU drives it.
 
 Everything the test does to the engine goes through the AXI4-Lite registers of
-hdl/soc/regmap.py (cocotbext-axi's `AxiLiteMaster` on `s_axil`): UB contents are written and
-read back through the UB_ADDR / UB_DATA window, command words are pushed into CMD no
-faster than CMD_FREE allows, the end of a program is the `irq` line, and the outcome is
-read from the per-pipe status registers. GM is an AXI4 slave on `m_axi` (tb/harness.py's
-GmReader / GmWriter). Each program's whole UB and every GM window are compared with the
-golden model (tb/scoreboard.py), 0xAA guard bytes around everything a program touches.
+hdl/soc/regmap.py (cocotbext-axi's `AxiLiteMaster` on `s_axil`): UB contents are written
+through the UB_ADDR / UB_DATA window, and read back through it where the program touched
+UB (a guard word each side; all of UB for cpu_programs' first program), command words
+are pushed into CMD no faster than CMD_FREE allows, the end of a program is the `irq`
+line, and the outcome is read from the per-pipe status registers. GM is an AXI4 slave on
+`m_axi` (tb/harness.py's GmReader / GmWriter). Each program's whole UB, as the simulator
+holds it (tb/backdoor.py), and every GM window are compared with the golden model
+(tb/scoreboard.py), 0xAA guard bytes around everything a program touches.
 
 tb/fpga_run.py (and tests/test_cocotb_fpga.py) build the Verilog and run this module;
 MTE_PROFILE names the profile it was generated for.

@@ -10,17 +10,18 @@ the one-test files that simulate for minutes would come last).
 import os
 
 # The files that take the most CPU alone (pytest -n 0, cold builds, on this 2-core
-# machine): the FPGA top's build and run (about 200 s), the whole engine in the Amaranth
-# simulator (over 180 s), the regression at W = 32 with its build (about 110 s), the
-# Yosys checks (100 s) and the regression at W = 8 with its build (about 70 s). A worker
-# takes a file while it has at most two tests waiting, so the first worker runs the first
-# and third files, the second the second, fourth and fifth: each Verilator model is built
-# by one worker, before any other file needs it.
+# machine): the engine's regression at W = 32 with its build (about 140 s), the whole
+# engine in the Amaranth simulator with the two lints (about 120 s), the FPGA top's build
+# and run (about 100 s), the aligner at every W (about 100 s) and the regression at W = 8
+# with its build (about 80 s). A worker takes a file while it has at most two tests
+# waiting, so the first worker runs the first and third files, the second the second,
+# fourth and fifth: each Verilator model is built by one worker, before any other file
+# needs it.
 LONGEST_FIRST = [
-    "test_cocotb_fpga.py",
-    "test_hdl_top.py",
     "test_cocotb.py",
-    "test_fpga_synth.py",
+    "test_hdl_top.py",
+    "test_cocotb_fpga.py",
+    "test_hdl_aligner.py",
     "test_cocotb_narrow.py",
 ]
 
