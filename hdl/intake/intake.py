@@ -255,9 +255,12 @@ class Dispatcher(wiring.Component):
     Each pipe has its own `depth`-entry FIFO, so a pipe that stalls only holds up the
     command stream once its FIFO is full; until then the other pipes keep receiving.
     A get_buf for an engine pipe is queued with its ticket (`tokens.TokenTickets`), as
-    the dispatcher takes commands in program order.
+    the dispatcher takes commands in program order. Its ticket is looked up from
+    registers: the dispatcher registers the get_buf's id on the cycle it is offered,
+    looks the ticket up on the next, and takes the get_buf on the one after at the
+    earliest, so that no lookup hangs on the command path.
     Latency: a command reaches an empty pipe's output one cycle after it is accepted
-    (BypassQueue). Throughput: one command per cycle.
+    (BypassQueue). Throughput: one command per cycle; a get_buf, one per three.
 
     `busy`: some FIFO holds a command (including one not yet visible on its output).
     """
@@ -274,15 +277,9 @@ class Dispatcher(wiring.Component):
         m = Module()
         entry, pipe = self.commands.payload.entry, self.commands.payload.pipe
         queued = Signal(PipeCommand)
-        tickets = m.submodules.tickets = TokenTickets(len(ENGINE_PIPES) * self.depth)
-        get_buf = op_fields(entry.cmd, Opcode.GET_BUF)
+        ticketed = self._ticket(m, entry, pipe, queued)
         m.d.comb += [queued.entry.eq(entry), queued.kind.eq(self.commands.payload.kind),
-                     queued.writes.eq(register_write_bits(entry.cmd.opcode)),
-                     tickets.buf_id.eq(get_buf.buf_id),
-                     tickets.take.eq(self.commands.valid & self.commands.ready
-                                     & (entry.cmd.opcode == Opcode.GET_BUF)
-                                     & (pipe != Pipe.EXTERNAL)),
-                     queued.ticket.eq(tickets.ticket)]
+                     queued.writes.eq(register_write_bits(entry.cmd.opcode))]
         # A dropped flag is consumed at once; a routed command waits for its pipe's FIFO.
         m.d.comb += self.commands.ready.eq(pipe == Pipe.EXTERNAL)
         decoded = [PipeCommand.as_shape()[name] for name in ("kind", "writes")]
@@ -299,13 +296,36 @@ class Dispatcher(wiring.Component):
             enters = self.commands.payload.enters[i]
             m.d.comb += [
                 fifo.w_data.eq(queued.as_value()),
-                fifo.w_en.eq(self.commands.valid & enters),
+                fifo.w_en.eq(self.commands.valid & enters & ticketed),
                 out.payload.eq(fifo.r_data),
                 out.valid.eq(fifo.r_rdy),
                 fifo.r_en.eq(out.ready),
             ]
             with m.If(enters):
-                m.d.comb += self.commands.ready.eq(fifo.w_rdy)
+                m.d.comb += self.commands.ready.eq(fifo.w_rdy & ticketed)
             with m.If(fifo.level != 0):
                 m.d.comb += self.busy.eq(1)
         return m
+
+    def _ticket(self, m, entry, pipe, queued):
+        """Gives `queued` its ticket if the offered command is a get_buf for an engine
+        pipe; returns whether the command may be taken (its ticket is ready, or it needs
+        none). The get_buf's id is registered on its first cycle (`looking`), its ticket
+        looked up and its id's count stepped on the next (`found`), and from then on
+        the ticket waits in a register until the get_buf is taken."""
+        tickets = m.submodules.tickets = TokenTickets(len(ENGINE_PIPES) * self.depth)
+        needs = (entry.cmd.opcode == Opcode.GET_BUF) & (pipe != Pipe.EXTERNAL)
+        held_id = Signal.like(tickets.buf_id, name="ticket_held_id")
+        looking = Signal(name="ticket_looking")     # held_id is the offered get_buf's
+        found = Signal(name="ticket_found")         # queued.ticket is the offered one's
+        ticket = Signal.like(tickets.ticket, name="ticket_held")
+        taken = self.commands.valid & self.commands.ready
+        m.d.comb += [tickets.buf_id.eq(held_id), tickets.take.eq(looking),
+                     queued.ticket.eq(ticket)]
+        m.d.sync += [held_id.eq(op_fields(entry.cmd, Opcode.GET_BUF).buf_id),
+                     looking.eq(self.commands.valid & needs & ~looking & ~found)]
+        with m.If(looking):
+            m.d.sync += [ticket.eq(tickets.ticket), found.eq(1)]
+        with m.If(taken):
+            m.d.sync += found.eq(0)
+        return ~needs | found
