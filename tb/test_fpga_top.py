@@ -489,9 +489,9 @@ async def identify(fpga):
     cpu, dut = fpga.cpu, fpga.dut
     assert await cpu.read("ID") == regmap.ID_VALUE
     config = await cpu.read("CONFIG")
-    assert field("CONFIG", "width_bytes", config) == len(dut.m_axi__wdata) // 8, f"{config:#x}"
-    cpu.ub_size = field("CONFIG", "ub_kib", config) * 1024
     cpu.width = field("CONFIG", "width_bytes", config)
+    assert cpu.width == len(dut.m_axi__wdata) // 8, f"{config:#x}"
+    cpu.ub_size = field("CONFIG", "ub_kib", config) * 1024
     assert cpu.ub_size == PROFILES[fpga.profile].ub_size, f"CONFIG {config:#x}"
     assert await cpu.read("CMD_FREE") == regmap.CMD_FIFO_DEPTH
 
