@@ -92,7 +92,7 @@ def test_tokens_are_handed_on_in_program_order(seed):
 
 
 def test_answers_and_their_latency():
-    """A get whose turn has come, shown at t, shows `granted` at t + 2; a release shown
+    """A get whose turn has come, shown at t, shows `granted` at t + 3; a release shown
     at t shows `released` at t + 2; a get waiting for that release is granted the cycle
     after `released` shows. A get of another id is not held up."""
     dut = TokenTable(ENGINE_PIPES)
@@ -117,7 +117,7 @@ def test_answers_and_their_latency():
             await ctx.tick()
 
     run_sim(dut, bench)
-    assert answered == {0: 2, 1: 3, 3: 5, 2: 6}
+    assert answered == {0: 3, 1: 4, 3: 5, 2: 6}
 
 
 def test_tickets_count_each_ids_get_bufs():

@@ -84,12 +84,13 @@ class TokenTable(wiring.Component):
     and one rls_buf port per engine pipe.
 
     A get_buf is granted when its id's release count equals its ticket. It is decided
-    from the table's own register of the request, as the flags decide a wait: a request
-    shown at cycle t is decided at t + 1 and shows `granted` at t + 2 at the earliest.
+    from the table's own registers of the request and of its id's count: a request shown
+    at cycle t is decided at t + 2 and shows `granted` at t + 3 at the earliest.
     A grant changes nothing here; the holder's rls_buf adds one to the count, which lets
     the next ticket in. An rls_buf is taken into a register too and counted on the edge
-    after: shown at t, counted at the end of t + 1, `released` at t + 2. Only the holder
-    of a token releases it (the parser's rule), so two releases of one id never meet.
+    after: shown at t, counted at the end of t + 1, `released` at t + 2, and a get_buf
+    waiting for it decided at t + 2, `granted` at t + 3. Only the holder of a token
+    releases it (the parser's rule), so two releases of one id never meet.
     """
 
     def __init__(self, pipes):
@@ -111,7 +112,7 @@ class TokenTable(wiring.Component):
             with m.If(released):
                 m.d.sync += releases[buf_id].eq(releases[buf_id] + 1)
         for pipe in self._pipes:
-            self._grant(m, pipe, releases)
+            self._grant(m, pipe, releases, counting)
         return m
 
     def _release(self, m, pipe):
@@ -126,20 +127,30 @@ class TokenTable(wiring.Component):
         m.d.comb += answer.eq(counting)
         return counting, held_id
 
-    def _grant(self, m, pipe, releases):
-        """The pipe's get_buf, decided from a register of it: on a cycle that register
-        holds a request shown the cycle before and not granted since, it is granted if
-        its id's release count is its ticket."""
+    def _grant(self, m, pipe, releases, counting):
+        """The pipe's get_buf, decided two registers behind it: the request is held, its
+        id's release count looked up into a register, and the next cycle compares that
+        count with the ticket, less the release counted meanwhile. So no lookup of 32
+        counts reaches the decision (it was the FPGA top's worst path)."""
         port = getattr(self, _port_name("get", pipe))
         name = pipe.name.lower()
         held_id = Signal(BUF_ID_BITS, name=f"get_{name}_held_id")
         held_ticket = Signal(TICKET_BITS, name=f"get_{name}_held_ticket")
         pending = Signal(name=f"get_{name}_pending")
+        armed = Signal(name=f"get_{name}_armed")
+        seen = Signal(TICKET_BITS, name=f"get_{name}_seen")
+        target = Signal(TICKET_BITS, name=f"get_{name}_target")
+        bumped = 0
+        for valid, released_id in counting:
+            bumped = bumped | (valid & (released_id == held_id))
         granted, answer = self._answer(m, port, "granted", name)
-        granting = pending & (releases[held_id] == held_ticket)
+        granting = armed & (seen == target)
+        # seen == target on the cycle after the lookup: the count then is the ticket.
         m.d.sync += [held_id.eq(port.buf_id), held_ticket.eq(port.ticket),
+                     seen.eq(releases[held_id]), target.eq(held_ticket - bumped),
                      granted.eq(granting),
-                     pending.eq(port.valid & ~granting & ~granted)]
+                     pending.eq(port.valid & ~granting & ~granted),
+                     armed.eq(pending & ~granting & ~granted)]
         m.d.comb += answer.eq(granting)
 
     @staticmethod
