@@ -12,7 +12,7 @@ from amaranth.asserts import AnyConst
 from hdl.datapath.aligner import Aligner
 from hdl.layouts import LEN_BITS
 
-from .axi_master import free, free_stream
+from .inputs import free, free_stream
 from .props import add_block, assume, counter, prop, stream_rule
 
 MAX_WORDS = 2

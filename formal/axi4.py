@@ -15,7 +15,9 @@ What a master must do is asserted; what the slave may do is assumed, and nothing
     burst whose AW and last W beat have both gone; R and B held until taken.
 """
 
-from amaranth.hdl import Array, Cat, Mux, ResetSignal, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import Array, Cat, Mux, ResetSignal, Signal, Value
 
 from .props import assume, counter, past, prop, stream_rule
 
@@ -31,6 +33,19 @@ class _Channel:
 
 
 _ADDRESS = ("id", "addr", "len", "size", "burst", "lock", "cache", "prot", "qos")
+
+
+@dataclass(frozen=True)
+class _WriteRecord:
+    """What the checker counts of the write channels: AW bursts issued, W bursts whose
+    last beat went, B responses taken (each modulo `ring`), the beats of the W burst in
+    progress, and the rings of AWLEN and of W bursts' beats - 1, by burst number."""
+    issued: Value
+    written: Value
+    answered: Value
+    beat: Value
+    aw_lengths: Array
+    w_lengths: Array
 
 
 class Axi4MasterChecker:
@@ -61,12 +76,11 @@ class Axi4MasterChecker:
         addr, length = getattr(axi, f"{prefix}addr"), getattr(axi, f"{prefix}len")
         valid = channel.valid
         shift = self.width_bytes.bit_length() - 1
-        offset = addr[:12]
-        end = offset[shift:] + length + 1                   # words to the burst's end
         prop(m, f"{prefix}_burst_is_incr", ~valid | (getattr(axi, f"{prefix}burst") == 1))
         prop(m, f"{prefix}_size_is_bus_width", ~valid | (getattr(axi, f"{prefix}size") == shift))
-        prop(m, f"{prefix}_addr_word_aligned", ~valid | (addr[:shift] == 0))
-        prop(m, f"{prefix}_burst_within_4k_page", ~valid | (end <= PAGE_BYTES >> shift))
+        prop(m, f"{prefix}_addr_word_aligned", ~valid | word_aligned(addr, self.width_bytes))
+        prop(m, f"{prefix}_burst_within_4k_page",
+             ~valid | within_page(addr, length, self.width_bytes))
         prop(m, f"{prefix}_no_valid_after_reset", ~(after_reset & valid))
 
     @staticmethod
@@ -91,6 +105,7 @@ class Axi4MasterChecker:
         issued = counter(m, "ar_issued", ar_go, bits)
         finished = counter(m, "r_finished", r_go & axi.rlast, bits)
         outstanding = (issued - finished)[:bits]
+        self.reads_outstanding = outstanding
         stream_rule(m, assume, "r", _Channel(axi, "r", ("id", "data", "resp", "last")))
         assume(m, "r_only_for_issued_bursts", ~axi.rvalid | (outstanding != 0))
         prop(m, "ar_outstanding_within_max", outstanding <= self.max_outstanding)
@@ -110,6 +125,9 @@ class Axi4MasterChecker:
             m.d.sync += beat.eq(_next_beat(axi.wlast, beat))
         aw_lengths = self._lengths(m, "aw_len", issued, aw_go, axi.awlen)
         w_lengths = self._lengths(m, "w_len", written, w_go & axi.wlast, beat)
+        # For a harness's induction invariant: the counts, the beats of the W burst in
+        # progress, and the rings of lengths.
+        self.writes = _WriteRecord(issued, written, answered, beat, aw_lengths, w_lengths)
         stream_rule(m, prop, "w", _Channel(axi, "w", ("data", "strb", "last")))
         stream_rule(m, assume, "b", _Channel(axi, "b", ("id", "resp")))
 
@@ -134,9 +152,20 @@ class Axi4MasterChecker:
         assume(m, "b_only_for_complete_bursts",
                ~axi.bvalid | ((complete - answered)[:bits] != 0))
         outstanding = (issued - answered)[:bits]
+        self.writes_outstanding = outstanding
         prop(m, "aw_outstanding_within_max", outstanding <= self.max_outstanding)
         if self.one_id:
             self._one_id(m, "aw", axi.awid, aw_go, outstanding != 0)
+
+
+def word_aligned(addr, width_bytes):
+    return addr[:width_bytes.bit_length() - 1] == 0
+
+
+def within_page(addr, length, width_bytes):
+    """A burst of AxLEN `length` from word address `addr` ends inside its 4 KiB page."""
+    shift = width_bytes.bit_length() - 1
+    return addr[shift:12] + length + 1 <= PAGE_BYTES >> shift
 
 
 def _next_beat(last, beat):

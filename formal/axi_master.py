@@ -3,52 +3,16 @@ side) and its write half (AxiWriter, MTE3's), which `hdl.top` joins into m_axi m
 member. Each is proved with rows of any address and length coming in, and a slave that
 does anything AXI4 allows."""
 
-from amaranth.hdl import Module, Signal, Value
-from amaranth.asserts import AnySeq
+from amaranth.hdl import Array, Module, Mux
 
 from hdl.datapath.axi_reader import AxiReader
-from hdl.datapath.axi_writer import AxiWriter
-from hdl.datapath.legalizer import first_split
-from model.isa import GM_ADDR_BITS
+from hdl.datapath.axi_writer import AxiWriter, _WordPlan
 
 from .axi4 import Axi4MasterChecker
-from .props import add_block, assume, past, prop, stream_rule
-
-
-def free(m, *values):
-    """Drives each of `values` with a free value on every cycle."""
-    for value in values:
-        m.d.comb += value.eq(AnySeq(len(value)))
-
-
-def free_stream(m, name, stream):
-    """`stream` (an In stream of the block) offered by a producer that keeps the rules."""
-    free(m, stream.valid, Value.cast(stream.payload))
-    stream_rule(m, assume, name, stream)
-
-
-def free_rows(m, rows, width_bytes):
-    """GmRows as the address generator sends them: length >= 1, inside GM, the first split
-    worked out, `new_sid` set when the sid differs from the row before."""
-    free_stream(m, "rows", rows)
-    row = rows.payload
-    split = first_split(row.addr, row.length, width_bytes)
-    previous_sid = Signal.like(row.sid, name="previous_sid")
-    with m.If(rows.valid & rows.ready):
-        m.d.sync += previous_sid.eq(row.sid)
-    assume(m, "rows_not_empty", ~rows.valid | (row.length != 0))
-    # The checker's GM_RANGE rule: no row runs past the end of GM.
-    assume(m, "rows_inside_gm", ~rows.valid | (row.addr + row.length <= 1 << GM_ADDR_BITS))
-    for name, value in split.items():
-        assume(m, f"rows_split_{name}", ~rows.valid | (row.split[name] == value))
-    assume(m, "rows_new_sid", ~rows.valid | (row.new_sid == (row.sid != previous_sid)))
-
-
-def free_slave(m, axi):
-    """Whatever a slave drives, free; the checker constrains it to AXI4."""
-    for name, member in axi.signature.members.items():
-        if member.flow.name == "In":
-            free(m, getattr(axi, name))
+from .gm_side import issuer_invariant, queue_entries
+from .inputs import free, free_rows, free_slave, free_stream
+from .props import add_block, child, past, prop, registers, stream_rule
+from .splitter import splitter_contract
 
 
 def reader_harness(width_bytes, max_outstanding):
@@ -58,12 +22,28 @@ def reader_harness(width_bytes, max_outstanding):
         free_rows(m, dut.rows, width_bytes)
         free_slave(m, dut.axi)
         free(m, dut.beats.ready)
-        Axi4MasterChecker(width_bytes, max_outstanding).add(m, dut.axi)
+        checker = Axi4MasterChecker(width_bytes, max_outstanding)
+        checker.add(m, dut.axi)
         consumer_stalled = past(m, dut.beats.valid & ~dut.beats.ready)
         prop(m, "rready_low_only_when_beats_stall", dut.axi.rready | consumer_stalled)
         stream_rule(m, prop, "beats", dut.beats)
+        _reader_invariant(m, m.submodules["dut"], checker, width_bytes, max_outstanding,
+                          len(dut.axi.arid))
         return m
     return build
+
+
+def _reader_invariant(m, fragment, checker, width_bytes, max_outstanding, id_width):
+    """What closes the reader's induction: the splitter's and the issuer's invariants,
+    and the R words' queue with the copy of its `r_rdy` that picks `beats`' payload."""
+    splitter_contract(m, child(fragment, "splitter"), width_bytes)
+    issuer_invariant(m, child(fragment, "issuer"), checker.reads_outstanding, width_bytes,
+                     max_outstanding, id_width)
+    queue_entries(m, "r_words", child(fragment, "words"))
+    words = registers(child(fragment, "words"))
+    select = registers(child(fragment, "waiting_select"))
+    # The copy loads r_rdy_next on every edge, as r_rdy does.
+    prop(m, "r_words_select_copies_r_rdy", select["q"] == words["r_rdy"])
 
 
 def writer_harness(width_bytes, max_outstanding):
@@ -74,9 +54,61 @@ def writer_harness(width_bytes, max_outstanding):
         free_stream(m, "beats", dut.beats)
         free_slave(m, dut.axi)
         free(m, dut.done.ready)
-        Axi4MasterChecker(width_bytes, max_outstanding).add(m, dut.axi)
+        checker = Axi4MasterChecker(width_bytes, max_outstanding)
+        checker.add(m, dut.axi)
         consumer_stalled = past(m, dut.done.valid & ~dut.done.ready)
         prop(m, "bready_low_only_when_done_stalls", dut.axi.bready | consumer_stalled)
         stream_rule(m, prop, "done", dut.done)
+        _writer_invariant(m, m.submodules["dut"], checker, width_bytes, max_outstanding,
+                          len(dut.axi.awid))
         return m
     return build
+
+
+def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, id_width):
+    """What closes the writer's induction: the splitter's and the issuer's invariants;
+    every burst taken is queued for AW until its AW goes and for W until its last beat
+    goes, with one length in both queues and the checker's rings; the W burst in
+    progress counted alike by the writer and the checker; the B side's queue."""
+    splitter_contract(m, child(fragment, "splitter"), width_bytes)
+    addresses, queued, unfinished = issuer_invariant(
+        m, child(fragment, "issuer"), checker.writes_outstanding, width_bytes,
+        max_outstanding, id_width)
+    entries, planned = queue_entries(m, "w_plans", child(fragment, "plans"))
+    plans = [(held, _WordPlan(entry)) for held, entry in entries]
+    queue_entries(m, "b_done", child(fragment, "done_fifo"))
+    writes = checker.writes
+    bits = len(writes.issued)
+    # Bursts are numbered as taken: the AW FIFO holds numbers issued .. taken - 1, the
+    # plans written .. taken - 1. A plan is a burst the issuer counts unfinished, since
+    # its B response waits for its last W beat.
+    prop(m, "aw_and_w_queues_end_at_one_burst",
+         (writes.issued + queued)[:bits] == (writes.written + planned)[:bits])
+    prop(m, "w_plans_only_for_unfinished_bursts", planned <= unfinished)
+    fifo_lengths = Array(burst.len for _, burst in addresses)
+    for age, (held, plan) in enumerate(plans):
+        number = (writes.written + age)[:bits]
+        in_fifo = (number - writes.issued)[:bits] < queued
+        length = Mux(in_fifo, fifo_lengths[(number - writes.issued)[:bits]],
+                     writes.aw_lengths[number])
+        prop(m, f"w_plan_{age}_is_its_bursts_length",
+             ~held | ((plan.axlen == length) & (plan.single == (plan.axlen == 0))))
+    for age, (held, burst) in enumerate(addresses):
+        number = (writes.issued + age)[:bits]
+        planned_still = (number - writes.written)[:bits] < planned
+        prop(m, f"address_fifo_entry_{age}_is_its_w_bursts_length",
+             ~held | planned_still | (burst.len == writes.w_lengths[number]))
+    _w_burst_in_progress(m, registers(fragment), plans[0], writes.beat)
+
+
+def _w_burst_in_progress(m, writer, head, beat):
+    """The writer's word count of the W burst in progress against the checker's: `beat`
+    words of the plan at the head of the queue have gone."""
+    held, plan = head
+    first, to_go = writer["first"], writer["to_go"]
+    prop(m, "w_first_word_when_no_beat_sent", first == (beat == 0))
+    # A plan leaves its queue with its burst's last word.
+    prop(m, "w_burst_in_progress_planned", first | held)
+    prop(m, "w_words_to_go_are_the_plans_rest",
+         first | ((beat <= plan.axlen) & (to_go + beat == plan.axlen)
+                  & (writer["last_next"] == (to_go == 0))))

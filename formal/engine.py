@@ -15,7 +15,7 @@ from hdl.top import MteDma
 from hdl.ub.ub import UnifiedBuffer
 
 from .axi4 import Axi4MasterChecker
-from .axi_master import free, free_slave, free_stream
+from .inputs import free, free_slave, free_stream
 from .props import add_block, counter, prop
 
 SMALL_UB_WORDS = 4

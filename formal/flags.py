@@ -16,7 +16,7 @@ from hdl.intake.intake import ENGINE_PIPES
 from hdl.pipe.flags import EventFlags, _port_name
 from model.isa import EVENT_ID_BITS
 
-from .axi_master import free
+from .inputs import free
 from .props import add_block, assume, past, prop, registers
 
 # Cycles from a set shown to `counted`, and from a wait shown to `granted`, when the

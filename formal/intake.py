@@ -13,7 +13,7 @@ from hdl.intake.intake import CommandIntake, word_count
 from hdl.layouts import CMD_INDEX_BITS
 from model.isa import MAX_COMMAND_WORDS, WORD_BITS
 
-from .axi_master import free, free_stream
+from .inputs import free, free_stream
 from .props import add_block, prop, registers, stream_rule
 
 

@@ -17,7 +17,7 @@ from hdl.datapath.pad import PAD8_BYTES, PadInserter
 from hdl.layouts import EXTENT_BITS
 from model.isa import UB_ADDR_BITS
 
-from .axi_master import free, free_stream
+from .inputs import free, free_stream
 from .props import add_block, assume, counter, prop, stream_rule
 
 RING = 4                # rows the harness tells apart

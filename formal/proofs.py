@@ -20,11 +20,9 @@ from .pad import pad_harness
 from .runner import Mutation, Proof
 from .splitter import splitter_harness
 
-# Rows enter, are split, queued and issued in about 4 cycles; 24 cycles hold several
-# whole bursts and their responses. Where yices does not reach 24 in about 20 minutes,
-# the depth it reaches in a few.
-BMC_DEPTH = 24
-WRITER_DEPTH = 12               # about 10 minutes; each further step about doubles it
+# k-induction closes at 1 with the GM sides' invariants (formal/gm_side.py); at 6 the
+# base case holds the mutations' counterexamples (4 cycles from reset).
+AXI_DEPTH = 6
 SPLITTER_DEPTH = 4              # k-induction closes at 4 with the splitter's invariant
 # The pad stage's first UB word is at step 4, then one a cycle; yices takes 35 to 90 s
 # to depth 7 at W = 8 and 100 to 180 s to 6 at W = 32 (the engine's UB word), and each
@@ -46,11 +44,6 @@ ALIGNER_WIDTH = 4
 ALIGNER_DEPTH = 11
 AXI_WIDTH = 8                   # the narrowest bus: 256-beat bursts end inside a page
 AXI_OUTSTANDING = 2             # the limit is a parameter; 2 reaches it within the depth
-
-WHY_BMC = ("induction needs invariants tying the checker's burst counters to every "
-           "queue and issuer register the rows and bursts pass through (row queue, "
-           "splitter, issuer, response queue); only the splitter's are written")
-
 
 def _grid_too_coarse(width_bytes):
     """Splits at twice 4 KiB (or 256 beats), so bursts cross a page."""
@@ -185,17 +178,19 @@ WHY_ENGINE_BMC = ("induction would need invariants over every pipe, queue and da
                   "what its queue and datapath hold)")
 
 PROOFS = (
-    Proof("axi4_master_read", reader_harness(AXI_WIDTH, AXI_OUTSTANDING), "bmc", BMC_DEPTH,
+    Proof("axi4_master_read", reader_harness(AXI_WIDTH, AXI_OUTSTANDING), "prove",
+          AXI_DEPTH,
           (AXSIZE_WRONG,
            Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
                     ((axi_reader, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),)),
-           ), WHY_BMC),
-    Proof("axi4_master_write", writer_harness(AXI_WIDTH, AXI_OUTSTANDING), "bmc", WRITER_DEPTH,
+           )),
+    Proof("axi4_master_write", writer_harness(AXI_WIDTH, AXI_OUTSTANDING), "prove",
+          AXI_DEPTH,
           (Mutation("wlast_on_first_beat", "WLAST on each burst's first word too",
                     ((axi_writer, "Mux", _wlast_on_first),)),
            Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
                     ((axi_writer, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),)),
-           ), WHY_BMC),
+           )),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),
     *(Proof(f"pad_stage_w{width}", pad_harness(width), "bmc", depth, PAD_MUTATIONS,

@@ -3,7 +3,8 @@
 from contextlib import ExitStack
 from unittest import mock
 
-from amaranth.hdl import Assert, Assume, Fragment, Signal, Value
+from amaranth.hdl import Assert, Assume, C, Fragment, Shape, Signal, Value
+from amaranth.utils import ceil_log2
 
 
 def prop(m, name, test):
@@ -63,3 +64,24 @@ def registers(fragment):
     return {signal.name: signal
             for statement in fragment.statements.get("sync", ())
             for signal in statement._lhs_signals()}
+
+
+def child(fragment, *path):
+    """The fragment of the submodule at `path` (names, outermost first) of `fragment`."""
+    for name in path:
+        fragment = next(sub for sub, sub_name, _ in fragment.subfragments if sub_name == name)
+    return fragment
+
+
+def memory_rows(memory):
+    """Each row of `memory` (a MemoryInstance fragment, such as `child(queue, "storage")`),
+    read by a port of its own: an induction invariant speaks of the entries a queue
+    holds, which no register of the block names."""
+    contents = memory._data
+    rows = []
+    for index in range(contents.depth):
+        row = Signal(Shape.cast(contents.shape), name=f"{contents.name}_row_{index}")
+        memory.read_port(domain="comb", addr=C(index, ceil_log2(contents.depth)), data=row,
+                         en=C(1, 1), transparent_for=())
+        rows.append(row)
+    return rows

@@ -8,7 +8,7 @@ from hdl.layouts import PAGE_BYTES
 from hdl.datapath.legalizer import BurstSplitter, GmRow, split_grid
 from model.isa import GM_ADDR_BITS
 
-from .axi_master import free, free_rows
+from .inputs import free, free_rows
 from .props import add_block, prop, registers, stream_rule
 
 
@@ -19,10 +19,17 @@ def splitter_harness(width_bytes):
         free_rows(m, dut.rows, width_bytes)
         free(m, dut.bursts.ready)
         stream_rule(m, prop, "bursts", dut.bursts)
-        progress = _covers_rows(m, dut.rows, dut.bursts, width_bytes)
-        _rest_of_row_matches(m, registers(m.submodules["dut"]), progress, width_bytes)
+        splitter_contract(m, m.submodules["dut"], width_bytes)
         return m
     return build
+
+
+def splitter_contract(m, fragment, width_bytes):
+    """The splitter's contract on its streams, and the invariant that closes its
+    induction; `fragment` is the elaborated splitter, alone or inside a GM side."""
+    splitter = fragment.origins[0]
+    progress = _covers_rows(m, splitter.rows, splitter.bursts, width_bytes)
+    _rest_of_row_matches(m, registers(fragment), progress, width_bytes)
 
 
 def _rest_of_row_matches(m, dut, progress, width_bytes):

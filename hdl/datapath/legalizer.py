@@ -228,6 +228,12 @@ class BurstSplitter(wiring.Component):
         return m
 
 
+def address_entry(id_width):
+    """What the burst issuer queues of a burst for its address channel."""
+    return data.StructLayout({"id": id_width, "addr": GM_ADDR_BITS, "len": 8,
+                              "cache": CACHE_BITS})
+
+
 class BurstIssuer(wiring.Component):
     """Issues bursts on an AXI address channel and remembers them until they finish.
 
@@ -283,8 +289,7 @@ class BurstIssuer(wiring.Component):
 
         # The address channel is the read side of a small FIFO: its outputs come straight
         # from registers and `bursts.ready` does not wait on AxREADY.
-        a_layout = data.StructLayout({
-            "id": self._id_width, "addr": GM_ADDR_BITS, "len": 8, "cache": CACHE_BITS})
+        a_layout = address_entry(self._id_width)
         a_fifo = m.submodules.a_fifo = BypassQueue(width=a_layout.size, depth=3)
         a_in = data.View(a_layout, a_fifo.w_data)
         a_out = data.View(a_layout, a_fifo.r_data)

@@ -1,0 +1,69 @@
+"""The induction invariants of a GM side (AxiReader, AxiWriter): its queues' counts,
+flags and pointers agree, the burst issuer's count of unfinished bursts is the AXI
+checker's count of bursts on the bus plus those queued for the address channel, and
+every queued address-channel entry is a legal burst. Without them the induction step
+starts from states no run reaches: a full queue that says it has room, a count one
+off the checker's, an entry that crosses a page."""
+
+from amaranth.hdl import Array
+from amaranth.lib import data
+
+from hdl.datapath.legalizer import address_entry
+
+from .axi4 import within_page, word_aligned
+from .props import child, memory_rows, prop, registers
+
+
+def queue_entries(m, name, fragment):
+    """Asserts that a BypassQueue's registers agree (`fragment` is the elaborated queue)
+    and returns the entries it holds as (held, entry), oldest first, and its level."""
+    queue = registers(fragment)
+    rows = memory_rows(child(fragment, "storage"))
+    slots = len(rows)
+    held, r_ptr, w_ptr = queue["held"], queue["r_ptr"], queue["w_ptr"]
+    # `held` counts the inner queue's entries, and the flags are registered compares of
+    # it; the output register refills on every edge it is free, so it is full while the
+    # inner queue holds any entry.
+    prop(m, f"{name}_count_within_slots", held <= slots)
+    prop(m, f"{name}_flags_follow_count",
+         (queue["has_head"] == (held != 0)) & (queue["has_room"] == (held != slots)))
+    prop(m, f"{name}_output_full_while_queued", ~queue["has_head"] | queue["r_rdy"])
+    # Entries are written at w_ptr and read at r_ptr, each stepping round the ring.
+    prop(m, f"{name}_pointers_apart_by_count", w_ptr == (r_ptr + held) % slots)
+    entries = [(queue["r_rdy"], queue["r_data"])]
+    entries += [(held > age, Array(rows)[(r_ptr + age) % slots]) for age in range(slots)]
+    return entries, held + queue["r_rdy"]
+
+
+def issuer_invariant(m, fragment, on_bus, width_bytes, max_outstanding, id_width):
+    """The burst issuer's registers (`fragment`, the elaborated issuer) tied to `on_bus`,
+    the checker's count of bursts whose address went and whose last R beat or B
+    response has not. Returns the address FIFO's entries (held, address_entry View),
+    oldest first, its level, and the count of unfinished bursts."""
+    issuer = registers(fragment)
+    entries, queued = queue_entries(m, "address_fifo", child(fragment, "a_fifo"))
+    unfinished = issuer["unfinished"]
+    any_unfinished, below_limit = issuer["any_unfinished"], issuer["below_limit"]
+    # A burst is unfinished from the edge that takes it, through its wait in the address
+    # FIFO, until its last R beat or its B response: the same response the checker's
+    # count takes it off at.
+    prop(m, "issuer_unfinished_within_max", unfinished <= max_outstanding)
+    prop(m, "issuer_unfinished_are_queued_or_on_bus", unfinished == on_bus + queued)
+    # The flags are the count's compares, worked out with it on the same edge.
+    limit = fragment.origins[0]._depth          # the issuer's own, mutated or not
+    prop(m, "issuer_flags_follow_count",
+         (any_unfinished == (unfinished != 0))
+         & (below_limit == (unfinished != limit))
+         & (issuer["only_one"] == (unfinished == 1)))
+    # `open_` is registered from the FIFO's room and the limit's next values.
+    a_fifo = registers(child(fragment, "a_fifo"))
+    prop(m, "issuer_open_follows_room_and_limit",
+         (issuer["open_"] == (a_fifo["has_room"] & below_limit))
+         & (issuer["open_fenced"] == (issuer["open_"] & ~any_unfinished)))
+    # Only the splitter's legal bursts are written into the FIFO, addresses aligned.
+    bursts = [(held, data.View(address_entry(id_width), entry)) for held, entry in entries]
+    for age, (held, burst) in enumerate(bursts):
+        prop(m, f"address_fifo_entry_{age}_legal",
+             ~held | (word_aligned(burst.addr, width_bytes)
+                      & within_page(burst.addr, burst.len, width_bytes)))
+    return bursts, queued, unfinished
