@@ -83,13 +83,13 @@ class Axi4MasterChecker:
              ~valid | within_page(addr, length, self.width_bytes))
         prop(m, f"{prefix}_no_valid_after_reset", ~(after_reset & valid))
 
-    @staticmethod
-    def _one_id(m, prefix, axid, go, any_outstanding):
+    def _one_id(self, m, prefix, axid, go, any_outstanding):
         """Bursts of one ID at a time: a slave returns them in order, as assumed here."""
         last_id = Signal.like(axid, name=f"{prefix}_last_id")
         with m.If(go):
             m.d.sync += last_id.eq(axid)
         prop(m, f"{prefix}_one_id_in_flight", ~(go & any_outstanding) | (axid == last_id))
+        self.last_id = last_id          # for a harness's induction invariant
 
     def _lengths(self, m, name, write_index, write, data):
         """A ring of `ring` burst lengths, entry `write_index` loaded on `write`."""

@@ -9,36 +9,34 @@ from hdl.datapath.axi_reader import AxiReader
 from hdl.datapath.axi_writer import AxiWriter, _WordPlan
 
 from .axi4 import Axi4MasterChecker
-from .gm_side import issuer_invariant, queue_entries
+from .gm_side import address_side_invariant, queue_entries
 from .inputs import free, free_rows, free_slave, free_stream
 from .props import add_block, child, past, prop, registers, stream_rule
-from .splitter import splitter_contract
 
 
 def reader_harness(width_bytes, max_outstanding):
     def build(mutation):
         m = Module()
         dut = add_block(m, "dut", AxiReader(width_bytes, max_outstanding), mutation)
-        free_rows(m, dut.rows, width_bytes)
+        row_sid = free_rows(m, dut.rows, width_bytes)
         free_slave(m, dut.axi)
         free(m, dut.beats.ready)
-        checker = Axi4MasterChecker(width_bytes, max_outstanding)
+        checker = Axi4MasterChecker(width_bytes, max_outstanding, one_id=True)
         checker.add(m, dut.axi)
         consumer_stalled = past(m, dut.beats.valid & ~dut.beats.ready)
         prop(m, "rready_low_only_when_beats_stall", dut.axi.rready | consumer_stalled)
         stream_rule(m, prop, "beats", dut.beats)
         _reader_invariant(m, m.submodules["dut"], checker, width_bytes, max_outstanding,
-                          len(dut.axi.arid))
+                          row_sid)
         return m
     return build
 
 
-def _reader_invariant(m, fragment, checker, width_bytes, max_outstanding, id_width):
+def _reader_invariant(m, fragment, checker, width_bytes, max_outstanding, row_sid):
     """What closes the reader's induction: the splitter's and the issuer's invariants,
     and the R words' queue with the copy of its `r_rdy` that picks `beats`' payload."""
-    splitter_contract(m, child(fragment, "splitter"), width_bytes)
-    issuer_invariant(m, child(fragment, "issuer"), checker.reads_outstanding, width_bytes,
-                     max_outstanding, id_width)
+    address_side_invariant(m, fragment, checker, checker.reads_outstanding, width_bytes,
+                           max_outstanding, row_sid)
     queue_entries(m, "r_words", child(fragment, "words"))
     words = registers(child(fragment, "words"))
     select = registers(child(fragment, "waiting_select"))
@@ -50,30 +48,29 @@ def writer_harness(width_bytes, max_outstanding):
     def build(mutation):
         m = Module()
         dut = add_block(m, "dut", AxiWriter(width_bytes, max_outstanding), mutation)
-        free_rows(m, dut.rows, width_bytes)
+        row_sid = free_rows(m, dut.rows, width_bytes)
         free_stream(m, "beats", dut.beats)
         free_slave(m, dut.axi)
         free(m, dut.done.ready)
-        checker = Axi4MasterChecker(width_bytes, max_outstanding)
+        checker = Axi4MasterChecker(width_bytes, max_outstanding, one_id=True)
         checker.add(m, dut.axi)
         consumer_stalled = past(m, dut.done.valid & ~dut.done.ready)
         prop(m, "bready_low_only_when_done_stalls", dut.axi.bready | consumer_stalled)
         stream_rule(m, prop, "done", dut.done)
         _writer_invariant(m, m.submodules["dut"], checker, width_bytes, max_outstanding,
-                          len(dut.axi.awid))
+                          row_sid)
         return m
     return build
 
 
-def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, id_width):
+def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, row_sid):
     """What closes the writer's induction: the splitter's and the issuer's invariants;
     every burst taken is queued for AW until its AW goes and for W until its last beat
     goes, with one length in both queues and the checker's rings; the W burst in
     progress counted alike by the writer and the checker; the B side's queue."""
-    splitter_contract(m, child(fragment, "splitter"), width_bytes)
-    addresses, queued, unfinished = issuer_invariant(
-        m, child(fragment, "issuer"), checker.writes_outstanding, width_bytes,
-        max_outstanding, id_width)
+    addresses, queued, unfinished = address_side_invariant(
+        m, fragment, checker, checker.writes_outstanding, width_bytes, max_outstanding,
+        row_sid)
     entries, planned = queue_entries(m, "w_plans", child(fragment, "plans"))
     plans = [(held, _WordPlan(entry)) for held, entry in entries]
     queue_entries(m, "b_done", child(fragment, "done_fifo"))

@@ -1,17 +1,35 @@
 """The induction invariants of a GM side (AxiReader, AxiWriter): its queues' counts,
 flags and pointers agree, the burst issuer's count of unfinished bursts is the AXI
-checker's count of bursts on the bus plus those queued for the address channel, and
-every queued address-channel entry is a legal burst. Without them the induction step
-starts from states no run reaches: a full queue that says it has room, a count one
-off the checker's, an entry that crosses a page."""
+checker's count of bursts on the bus plus those queued for the address channel, every
+queued address-channel entry is a legal burst, and every burst from the splitter's row
+to the bus has the sid of the last row taken. Without them the induction step starts
+from states no run reaches: a full queue that says it has room, a count one off the
+checker's, an entry that crosses a page or has another ID."""
 
 from amaranth.hdl import Array
 from amaranth.lib import data
 
-from hdl.datapath.legalizer import address_entry
+from hdl.datapath.legalizer import GmRow, address_entry
 
 from .axi4 import within_page, word_aligned
 from .props import child, memory_rows, prop, registers
+from .splitter import splitter_contract
+
+
+def address_side_invariant(m, fragment, checker, on_bus, width_bytes, max_outstanding,
+                           row_sid):
+    """The splitter's and the burst issuer's invariants of the GM side `fragment` (the
+    elaborated AxiReader or AxiWriter), with `checker`'s count `on_bus` of the bursts
+    awaiting their last R beat or B response and `row_sid`, the sid of the last row
+    taken. Returns issuer_invariant's address FIFO entries, its level and the count of
+    unfinished bursts."""
+    splitter = child(fragment, "splitter")
+    splitter_contract(m, splitter, width_bytes)
+    addresses, queued, unfinished = issuer_invariant(
+        m, child(fragment, "issuer"), on_bus, width_bytes, max_outstanding,
+        len(checker.last_id))
+    one_id_invariant(m, splitter, addresses, on_bus, checker.last_id, row_sid)
+    return addresses, queued, unfinished
 
 
 def queue_entries(m, name, fragment):
@@ -67,3 +85,17 @@ def issuer_invariant(m, fragment, on_bus, width_bytes, max_outstanding, id_width
              ~held | (word_aligned(burst.addr, width_bytes)
                       & within_page(burst.addr, burst.len, width_bytes)))
     return bursts, queued, unfinished
+
+
+def one_id_invariant(m, splitter, addresses, on_bus, last_id, row_sid):
+    """Every burst from the splitter's row on is of the sid of the last row taken
+    (`row_sid`): a row of another sid is taken with its first burst, which the issuer
+    fences until no burst is unfinished. So the address FIFO's entries and, while any
+    burst is on the bus, the ID of the last one issued (`last_id`) are that sid."""
+    row = data.View(GmRow, registers(splitter)["row"])
+    prop(m, "splitter_row_is_the_last_taken", ~registers(splitter)["active"]
+         | (row.sid == row_sid))
+    for age, (held, burst) in enumerate(addresses):
+        prop(m, f"address_fifo_entry_{age}_of_the_last_rows_sid",
+             ~held | (burst.id == row_sid))
+    prop(m, "bursts_on_bus_of_the_last_rows_sid", (on_bus == 0) | (last_id == row_sid))

@@ -24,7 +24,8 @@ def free_stream(m, name, stream):
 
 def free_rows(m, rows, width_bytes):
     """GmRows as the address generator sends them: length >= 1, inside GM, the first split
-    worked out, `new_sid` set when the sid differs from the row before."""
+    worked out, `new_sid` set when the sid differs from the row before. Returns the sid
+    of the last row taken."""
     free_stream(m, "rows", rows)
     row = rows.payload
     split = first_split(row.addr, row.length, width_bytes)
@@ -37,6 +38,7 @@ def free_rows(m, rows, width_bytes):
     for name, value in split.items():
         assume(m, f"rows_split_{name}", ~rows.valid | (row.split[name] == value))
     assume(m, "rows_new_sid", ~rows.valid | (row.new_sid == (row.sid != previous_sid)))
+    return previous_sid
 
 
 def free_slave(m, axi):

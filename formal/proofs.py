@@ -67,6 +67,17 @@ def _one_more_outstanding(issue_rows):
     return patched
 
 
+def _no_id_fence(issue_rows):
+    """The issuer told no burst starts a new sid, so it never waits for the bursts of the
+    sid before to finish."""
+    def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
+        splitter, issuer = issue_rows(m, rows, axi, prefix, width_bytes, max_outstanding,
+                                      id_width)
+        m.d.comb += issuer.bursts.payload.new_sid.eq(0)
+        return splitter, issuer
+    return patched
+
+
 def _wlast_on_first(condition, if_true, if_false):
     """AxiWriter's `is_last` mux with WLAST on every burst's first word."""
     return Mux(condition, 1, if_false)
@@ -183,6 +194,9 @@ PROOFS = (
           (AXSIZE_WRONG,
            Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
                     ((axi_reader, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),)),
+           Mutation("no_id_fence", "the issuer lets a burst of a new ID out while bursts "
+                    "of the ID before are unfinished",
+                    ((axi_reader, "issue_rows", _no_id_fence(legalizer.issue_rows)),)),
            )),
     Proof("axi4_master_write", writer_harness(AXI_WIDTH, AXI_OUTSTANDING), "prove",
           AXI_DEPTH,
@@ -190,6 +204,9 @@ PROOFS = (
                     ((axi_writer, "Mux", _wlast_on_first),)),
            Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
                     ((axi_writer, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),)),
+           Mutation("no_id_fence", "the issuer lets a burst of a new ID out while bursts "
+                    "of the ID before are unfinished",
+                    ((axi_writer, "issue_rows", _no_id_fence(legalizer.issue_rows)),)),
            )),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),

@@ -40,9 +40,13 @@ def test_axi_master_proved_by_induction(tmp_path, group):
 
 
 @pytest.mark.parametrize("group, mutation, expected", [
-    ("axi4_master_write", "wlast_on_first_beat", "wlast_on_last_beat_only"),
+    # Each W burst's length is checked against its AW's, whichever goes first.
+    ("axi4_master_write", "wlast_on_first_beat",
+     r"wlast_on_last_beat_only|awlen_matches_w_beats_sent"
+     r"|address_fifo_entry_\d_is_its_w_bursts_length"),
     ("axi4_master_write", "one_burst_too_many", "issuer_unfinished_within_max"),
     ("axi4_master_read", "axsize_off_by_one", "ar_size_is_bus_width"),
+    ("axi4_master_read", "no_id_fence", r"address_fifo_entry_\d_of_the_last_rows_sid"),
     ("burst_splitter_w32", "burst_crosses_4k", "burst_within_4k_page"),
     ("pad_stage_w8", "lanes_0_1_swapped", r"byte_[01]_is_its_data_or_pad"),
     ("pad_stage_w8", "right_fill_one_byte_long", r"strb_\d_covers_exactly_the_row"),
