@@ -116,6 +116,8 @@ def _cycle():
 # A beat or response handed to a cocotbext-axi source is driven after the next clock edge
 # and taken by the RTL on the edge after that.
 HANDOVER = 2
+# cocotbext-axi's AXI slave channel sinks hold this many words before they drop `ready`.
+SINK_QUEUE = 2
 
 
 class DueQueue:
@@ -365,6 +367,11 @@ class Harness:
         assert cycles is None or cycles >= HANDOVER, f"latency {cycles} < {HANDOVER}"
         self.quiet()
         self.reader.fixed_latency = self.writer.fixed_latency = cycles
+        # A pipelined GM takes every address and data beat as it comes: cocotbext-axi's
+        # sinks otherwise hold two and drop `ready` while they do, a stall per few
+        # one-beat bursts.
+        for sink in (self.reader.ar_channel, self.writer.aw_channel, self.writer.w_channel):
+            sink.queue_occupancy_limit = SINK_QUEUE if cycles is None else -1
 
     def channels(self):
         return (self.reader.ar_channel, self.reader.r_channel, self.writer.aw_channel,
