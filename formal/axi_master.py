@@ -85,9 +85,8 @@ def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, row_si
     fifo_lengths = Array(burst.len for _, burst in addresses)
     for age, (held, plan) in enumerate(plans):
         number = (writes.written + age)[:bits]
-        in_fifo = (number - writes.issued)[:bits] < queued
-        length = Mux(in_fifo, fifo_lengths[(number - writes.issued)[:bits]],
-                     writes.aw_lengths[number])
+        fifo_age = (number - writes.issued)[:bits]
+        length = Mux(fifo_age < queued, fifo_lengths[fifo_age], writes.aw_lengths[number])
         prop(m, f"w_plan_{age}_is_its_bursts_length",
              ~held | ((plan.axlen == length) & (plan.single == (plan.axlen == 0))))
     for age, (held, burst) in enumerate(addresses):

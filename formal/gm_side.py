@@ -92,9 +92,9 @@ def one_id_invariant(m, splitter, addresses, on_bus, last_id, row_sid):
     (`row_sid`): a row of another sid is taken with its first burst, which the issuer
     fences until no burst is unfinished. So the address FIFO's entries and, while any
     burst is on the bus, the ID of the last one issued (`last_id`) are that sid."""
-    row = data.View(GmRow, registers(splitter)["row"])
-    prop(m, "splitter_row_is_the_last_taken", ~registers(splitter)["active"]
-         | (row.sid == row_sid))
+    state = registers(splitter)
+    row = data.View(GmRow, state["row"])
+    prop(m, "splitter_row_is_the_last_taken", ~state["active"] | (row.sid == row_sid))
     for age, (held, burst) in enumerate(addresses):
         prop(m, f"address_fifo_entry_{age}_of_the_last_rows_sid",
              ~held | (burst.id == row_sid))

@@ -78,6 +78,13 @@ def _no_id_fence(issue_rows):
     return patched
 
 
+def _no_id_fence_in(side):
+    """The mutation of `side` (axi_reader or axi_writer) whose issuer never fences."""
+    return Mutation("no_id_fence", "the issuer lets a burst of a new ID out while bursts "
+                    "of the ID before are unfinished",
+                    ((side, "issue_rows", _no_id_fence(legalizer.issue_rows)),))
+
+
 def _wlast_on_first(condition, if_true, if_false):
     """AxiWriter's `is_last` mux with WLAST on every burst's first word."""
     return Mux(condition, 1, if_false)
@@ -194,9 +201,7 @@ PROOFS = (
           (AXSIZE_WRONG,
            Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
                     ((axi_reader, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),)),
-           Mutation("no_id_fence", "the issuer lets a burst of a new ID out while bursts "
-                    "of the ID before are unfinished",
-                    ((axi_reader, "issue_rows", _no_id_fence(legalizer.issue_rows)),)),
+           _no_id_fence_in(axi_reader),
            )),
     Proof("axi4_master_write", writer_harness(AXI_WIDTH, AXI_OUTSTANDING), "prove",
           AXI_DEPTH,
@@ -204,9 +209,7 @@ PROOFS = (
                     ((axi_writer, "Mux", _wlast_on_first),)),
            Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
                     ((axi_writer, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),)),
-           Mutation("no_id_fence", "the issuer lets a burst of a new ID out while bursts "
-                    "of the ID before are unfinished",
-                    ((axi_writer, "issue_rows", _no_id_fence(legalizer.issue_rows)),)),
+           _no_id_fence_in(axi_writer),
            )),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),

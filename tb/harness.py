@@ -116,8 +116,6 @@ def _cycle():
 # A beat or response handed to a cocotbext-axi source is driven after the next clock edge
 # and taken by the RTL on the edge after that.
 HANDOVER = 2
-# cocotbext-axi's AXI slave channel sinks hold this many words before they drop `ready`.
-SINK_QUEUE = 2
 
 
 class DueQueue:
@@ -321,6 +319,10 @@ class Harness:
         self.reader = GmReader(self.bus.read, self.dut.clk, self.dut.rst, self, self.rng,
                                self.stats)
         self.writer = GmWriter(self.bus.write, self.dut.clk, self.dut.rst, self, self.stats)
+        # The words cocotbext-axi's address and data sinks hold before they drop `ready`.
+        self.sink_limits = [(sink, sink.queue_occupancy_limit) for sink in
+                            (self.reader.ar_channel, self.writer.aw_channel,
+                             self.writer.w_channel)]
         await self.reset()
 
     async def reset(self, cycles=4):
@@ -370,8 +372,8 @@ class Harness:
         # A pipelined GM takes every address and data beat as it comes: cocotbext-axi's
         # sinks otherwise hold two and drop `ready` while they do, a stall per few
         # one-beat bursts.
-        for sink in (self.reader.ar_channel, self.writer.aw_channel, self.writer.w_channel):
-            sink.queue_occupancy_limit = SINK_QUEUE if cycles is None else -1
+        for sink, limit in self.sink_limits:
+            sink.queue_occupancy_limit = limit if cycles is None else -1
 
     def channels(self):
         return (self.reader.ar_channel, self.reader.r_channel, self.writer.aw_channel,
