@@ -9,23 +9,36 @@ from hdl.datapath.axi_reader import AxiReader
 from hdl.datapath.axi_writer import AxiWriter, _WordPlan
 
 from .axi4 import Axi4MasterChecker
+from .completions import writer_completions
 from .gm_side import address_side_invariant, queue_entries
 from .inputs import free, free_rows, free_slave, free_stream
 from .props import add_block, child, past, prop, registers, stream_rule
 
 
+def _gm_side(m, block, mutation, out_name, ready_name, ready_rule):
+    """A GM side (`block`, AxiReader or AxiWriter) with rows and a slave free, its output
+    stream `out_name` taken at will and held until taken, and the AXI4 master checker;
+    property `ready_rule`: its response channel's ready (`ready_name`) is low only while
+    that stream stalls. Returns the block, the checker and the sid of the last row."""
+    dut = add_block(m, "dut", block, mutation)
+    row_sid = free_rows(m, dut.rows, block._width)
+    free_slave(m, dut.axi)
+    out = getattr(dut, out_name)
+    free(m, out.ready)
+    checker = Axi4MasterChecker(block._width, block._max_outstanding, one_id=True)
+    checker.add(m, dut.axi)
+    consumer_stalled = past(m, out.valid & ~out.ready)
+    prop(m, ready_rule, getattr(dut.axi, ready_name) | consumer_stalled)
+    stream_rule(m, prop, out_name, out)
+    return dut, checker, row_sid
+
+
 def reader_harness(width_bytes, max_outstanding):
     def build(mutation):
         m = Module()
-        dut = add_block(m, "dut", AxiReader(width_bytes, max_outstanding), mutation)
-        row_sid = free_rows(m, dut.rows, width_bytes)
-        free_slave(m, dut.axi)
-        free(m, dut.beats.ready)
-        checker = Axi4MasterChecker(width_bytes, max_outstanding, one_id=True)
-        checker.add(m, dut.axi)
-        consumer_stalled = past(m, dut.beats.valid & ~dut.beats.ready)
-        prop(m, "rready_low_only_when_beats_stall", dut.axi.rready | consumer_stalled)
-        stream_rule(m, prop, "beats", dut.beats)
+        dut, checker, row_sid = _gm_side(
+            m, AxiReader(width_bytes, max_outstanding), mutation, "beats", "rready",
+            "rready_low_only_when_beats_stall")
         _reader_invariant(m, m.submodules["dut"], checker, width_bytes, max_outstanding,
                           row_sid)
         return m
@@ -47,33 +60,51 @@ def _reader_invariant(m, fragment, checker, width_bytes, max_outstanding, row_si
 def writer_harness(width_bytes, max_outstanding):
     def build(mutation):
         m = Module()
-        dut = add_block(m, "dut", AxiWriter(width_bytes, max_outstanding), mutation)
-        row_sid = free_rows(m, dut.rows, width_bytes)
-        free_stream(m, "beats", dut.beats)
-        free_slave(m, dut.axi)
-        free(m, dut.done.ready)
-        checker = Axi4MasterChecker(width_bytes, max_outstanding, one_id=True)
-        checker.add(m, dut.axi)
-        consumer_stalled = past(m, dut.done.valid & ~dut.done.ready)
-        prop(m, "bready_low_only_when_done_stalls", dut.axi.bready | consumer_stalled)
-        stream_rule(m, prop, "done", dut.done)
-        _writer_invariant(m, m.submodules["dut"], checker, width_bytes, max_outstanding,
-                          row_sid)
+        _writer_with_invariant(m, mutation, width_bytes, max_outstanding)
         return m
     return build
+
+
+def writer_completions_harness(width_bytes, max_outstanding):
+    """The writer's AXI4 master properties and its completions: one per command, in
+    order, after the B response of its last burst, BUS_ERROR with its first failing
+    burst's address if any failed; an abort request for each failing B response naming
+    its command."""
+    def build(mutation):
+        m = Module()
+        dut, fragment, checker, done_fifo = _writer_with_invariant(
+            m, mutation, width_bytes, max_outstanding)
+        writer_completions(m, dut, fragment, checker, done_fifo)
+        return m
+    return build
+
+
+def _writer_with_invariant(m, mutation, width_bytes, max_outstanding):
+    """The writer, its free inputs, the AXI4 master checker and the invariant that
+    closes its induction. Returns the writer, its fragment, the checker and the B side's
+    queue's entries."""
+    dut, checker, row_sid = _gm_side(
+        m, AxiWriter(width_bytes, max_outstanding), mutation, "done", "bready",
+        "bready_low_only_when_done_stalls")
+    free_stream(m, "beats", dut.beats)
+    fragment = m.submodules["dut"]
+    done_fifo = _writer_invariant(m, fragment, checker, width_bytes, max_outstanding,
+                                  row_sid)
+    return dut, fragment, checker, done_fifo
 
 
 def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, row_sid):
     """What closes the writer's induction: the splitter's and the issuer's invariants;
     every burst taken is queued for AW until its AW goes and for W until its last beat
     goes, with one length in both queues and the checker's rings; the W burst in
-    progress counted alike by the writer and the checker; the B side's queue."""
+    progress counted alike by the writer and the checker; the B side's queue, whose
+    entries and level it returns."""
     addresses, queued, unfinished = address_side_invariant(
         m, fragment, checker, checker.writes_outstanding, width_bytes, max_outstanding,
         row_sid)
     entries, planned = queue_entries(m, "w_plans", child(fragment, "plans"))
     plans = [(held, _WordPlan(entry)) for held, entry in entries]
-    queue_entries(m, "b_done", child(fragment, "done_fifo"))
+    done_fifo = queue_entries(m, "b_done", child(fragment, "done_fifo"))
     writes = checker.writes
     bits = len(writes.issued)
     # Bursts are numbered as taken: the AW FIFO holds numbers issued .. taken - 1, the
@@ -95,6 +126,7 @@ def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, row_si
         prop(m, f"address_fifo_entry_{age}_is_its_w_bursts_length",
              ~held | planned_still | (burst.len == writes.w_lengths[number]))
     _w_burst_in_progress(m, registers(fragment), plans[0], writes.beat)
+    return done_fifo
 
 
 def _w_burst_in_progress(m, writer, head, beat):

@@ -46,7 +46,9 @@ def queue_entries(m, name, fragment):
     prop(m, f"{name}_flags_follow_count",
          (queue["has_head"] == (held != 0)) & (queue["has_room"] == (held != slots)))
     prop(m, f"{name}_output_full_while_queued", ~queue["has_head"] | queue["r_rdy"])
-    # Entries are written at w_ptr and read at r_ptr, each stepping round the ring.
+    # Entries are written at w_ptr and read at r_ptr, each stepping round the ring (of
+    # any number of slots, so a pointer's register may hold values past it).
+    prop(m, f"{name}_pointers_within_slots", (w_ptr < slots) & (r_ptr < slots))
     prop(m, f"{name}_pointers_apart_by_count", w_ptr == (r_ptr + held) % slots)
     entries = [(queue["r_rdy"], queue["r_data"])]
     entries += [(held > age, Array(rows)[(r_ptr + age) % slots]) for age in range(slots)]

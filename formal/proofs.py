@@ -1,21 +1,24 @@
 """Every property group `make formal` proves, with the mutations each must catch."""
 
-from amaranth.hdl import Cat, Mux
+from amaranth.hdl import Cat, Mux, Signal
+from amaranth.lib import stream
 
 from hdl import top
-from hdl.datapath import aligner, axi_reader, axi_writer, legalizer, pad
+from hdl.datapath import aligner, axi_reader, axi_writer, legalizer, mte2, pad
 from hdl.intake import intake
 from hdl.intake.intake import word_count
-from hdl.layouts import BUS_WIDTHS, EXTENT_BITS
+from hdl.layouts import BUS_WIDTHS, EXTENT_BITS, Completion
 from hdl.lib.arith import sum_mod
+from hdl.lib.queue import pass_or_queue
 from hdl.pipe import flags
 from hdl.pipe.pipe import PipeController
 
 from .aligner import aligner_harness
-from .axi_master import reader_harness, writer_harness
+from .axi_master import reader_harness, writer_completions_harness, writer_harness
 from .engine import completions_harness, idle_engine_harness
 from .flags import flags_harness
 from .intake import intake_harness
+from .mte2_completions import mte2_completions_harness
 from .pad import pad_harness
 from .runner import Mutation, Proof
 from .splitter import splitter_harness
@@ -37,6 +40,9 @@ ENGINE_DEPTH = 24               # 76 to 144 s: given nothing, the engine stays s
 # A one-word command completes 3 cycles after it is accepted; with free commands yices
 # takes 93 to 227 s to depth 10 and over 5 minutes to 12.
 COMPLETIONS_DEPTH = 10
+# The completion paths close at depth 1 (MTE3) and 2 (MTE2); at 4 the base case holds a
+# mutation's counterexample (the second command's Completion, a few cycles from reset).
+COMPLETIONS_PROVE_DEPTH = 4
 # The aligner's "any byte" contract at W = 4: yices takes 19 to 110 s to depth 11, which
 # holds a whole row of up to 2 words; at W = 16 the first output word (step 8) took over
 # 4 minutes.
@@ -83,6 +89,42 @@ def _no_id_fence_in(side):
     return Mutation("no_id_fence", "the issuer lets a burst of a new ID out while bursts "
                     "of the ID before are unfinished",
                     ((side, "issue_rows", _no_id_fence(legalizer.issue_rows)),))
+
+
+def _result_of_command_before(pass_or_queue):
+    """pass_or_queue, with a Completion replaced by the one offered before it: each
+    command reported with the result of the command before."""
+    def patched(m, queue, valid, word, out, **kwargs):
+        if isinstance(word, Completion):
+            before = Signal(Completion, name="result_before")
+            with m.If(valid):
+                m.d.sync += before.eq(word)
+            word = before
+        return pass_or_queue(m, queue, valid, word, out, **kwargs)
+    return patched
+
+
+RESULT_OF_COMMAND_BEFORE_MTE3 = Mutation(
+    "result_of_command_before", "each command's Completion carries the command before's "
+    "result", ((axi_writer, "pass_or_queue", _result_of_command_before(pass_or_queue)),))
+
+
+class _ResultOfCommandBefore(mte2.Mte2Datapath):
+    """MTE2's per-command results each replaced by the one before it."""
+    def _bus_errors(self, m, beats, src):
+        results = super()._bus_errors(m, beats, src)
+        shifted = stream.Signature(Completion).create(path=("shifted",))
+        before = Signal(Completion, name="result_before")
+        with m.If(results.valid & results.ready):
+            m.d.sync += before.eq(results.payload)
+        m.d.comb += [shifted.valid.eq(results.valid), shifted.payload.eq(before),
+                     results.ready.eq(shifted.ready)]
+        return shifted
+
+
+RESULT_OF_COMMAND_BEFORE_MTE2 = Mutation(
+    "result_of_command_before", "each command's Completion carries the command before's "
+    "result", ((mte2, "Mte2Datapath", _ResultOfCommandBefore),))
 
 
 def _wlast_on_first(condition, if_true, if_false):
@@ -211,6 +253,10 @@ PROOFS = (
                     ((axi_writer, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),)),
            _no_id_fence_in(axi_writer),
            )),
+    Proof("mte3_completions", writer_completions_harness(AXI_WIDTH, AXI_OUTSTANDING),
+          "prove", COMPLETIONS_PROVE_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE3,)),
+    Proof("mte2_completions", mte2_completions_harness(AXI_WIDTH, AXI_OUTSTANDING),
+          "prove", COMPLETIONS_PROVE_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE2,)),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),
     *(Proof(f"pad_stage_w{width}", pad_harness(width), "bmc", depth, PAD_MUTATIONS,

@@ -31,6 +31,13 @@ def test_intake_contract_proved_by_induction(tmp_path):
     assert result.properties >= 8
 
 
+def test_mte2_completions_proved_by_induction(tmp_path):
+    """MTE2's completion path gives command i's Completion as its i-th, once."""
+    result = run_proof(BY_GROUP["mte2_completions"], root=tmp_path)
+    assert result.status == "proved", result.log[-2000:]
+    assert result.properties >= 15
+
+
 @pytest.mark.parametrize("group", ["axi4_master_read", "axi4_master_write"])
 def test_axi_master_proved_by_induction(tmp_path, group):
     """The AXI4 master properties at W = 8, 2 outstanding bursts, for every depth."""
@@ -53,6 +60,7 @@ def test_axi_master_proved_by_induction(tmp_path, group):
     ("event_flags", "grant_invented",
      r"no_grant_without_a_counted_set|flag_counters_consistent"),
     ("command_intake", "command_lost_when_refused", "command_offered_with_its_last_word"),
+    ("mte2_completions", "result_of_command_before", "completion_is_its_commands_in_order"),
     ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),
     ("aligner_any_byte_w4", "rotator_one_lane_off", r"dst_lane_\d_carries_its_byte"),
 ])

@@ -1,0 +1,152 @@
+"""Completions in order: a harness's record of the commands a completion path answers,
+each numbered as its last item (an R beat, a B response) goes, and the contract that
+the path's i-th Completion is command i's, once.
+
+A command's Completion is BUS_ERROR if any item of the command failed, with the address
+of its first failing item, else NONE with address 0 (layouts.Completion)."""
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Array, Mux, Signal, Value
+
+from hdl.datapath.legalizer import IssuedBurst
+from hdl.layouts import COPY_SEQ_BITS, Completion
+from hdl.lib.axi import resp_is_error
+from model.isa import GM_ADDR_BITS, ErrorCode
+
+from .props import child, counter, memory_rows, past, prop, registers
+
+
+def _result(failed, failed_addr, bad, addr):
+    """The Completion of a command whose earlier items failed (`failed`, the first at
+    `failed_addr`) and whose item now (failing if `bad`, at `addr`) is its last."""
+    result = Signal(Completion, name="result")
+    error = Mux(failed | bad, ErrorCode.BUS_ERROR, ErrorCode.NONE)
+    address = Mux(failed, failed_addr, Mux(bad, addr, 0))
+    return result, [result.error.eq(error), result.address.eq(address)]
+
+
+@dataclass(frozen=True)
+class CommandRecord:
+    """What the harness knows of the commands: `failed` and `failed_addr` of the command
+    whose items are going; `answered`, the commands whose last item went (modulo
+    2^COPY_SEQ_BITS, as an abort request numbers them); `now`, the Completion the item
+    on offer would end its command with; `expected`, the Completions of the commands
+    answered, by number modulo `ring`."""
+    failed: Value
+    failed_addr: Value
+    answered: Value
+    now: Value
+    expected: Array
+    ring: int
+
+
+def record_commands(m, go, last, bad, addr, ring=4):
+    """Numbers the commands as their last item goes (`go` with `last`); `bad` and
+    `addr` are the item's failure and the address it reports."""
+    failed = Signal(name="rec_failed")
+    failed_addr = Signal(GM_ADDR_BITS, name="rec_failed_addr")
+    answered = counter(m, "rec_answered", go & last, COPY_SEQ_BITS)
+    now, drive = _result(failed, failed_addr, bad, addr)
+    m.d.comb += drive
+    expected = Array(Signal(Completion, name=f"rec_expected_{i}") for i in range(ring))
+    with m.If(go):
+        with m.If(last):
+            m.d.sync += [failed.eq(0), expected[answered % ring].eq(now)]
+        with m.Elif(bad & ~failed):
+            m.d.sync += [failed.eq(1), failed_addr.eq(addr)]
+    return CommandRecord(failed, failed_addr, answered, now, expected, ring)
+
+
+def completions_in_order(m, done, record, ending_now=0):
+    """Asserts that `done` (a stream of Completion) offers command i's Completion as
+    its i-th, and none for a command not answered, except with `ending_now` (the item
+    that ends a command is on offer) the Completion it ends its command with. Returns
+    the count of Completions taken and the commands answered and not yet taken."""
+    taken = counter(m, "completions_taken", done.valid & done.ready, COPY_SEQ_BITS)
+    behind = (record.answered - taken)[:COPY_SEQ_BITS]
+    prop(m, "completions_within_ring", behind <= record.ring - 1)
+    prop(m, "completion_only_for_an_answered_command",
+         ~done.valid | (behind != 0) | ending_now)
+    expected = Mux(behind != 0, record.expected[taken % record.ring].as_value(),
+                   record.now.as_value())
+    prop(m, "completion_is_its_commands_in_order",
+         ~done.valid | (done.payload.as_value() == expected))
+    return taken, behind
+
+
+def abort_names_failing_command(m, abort, go, bad, answered, delay):
+    """Asserts that `abort` requests for each failing item and only then, `delay`
+    cycles after it goes, naming its command (`answered`, the commands before it)."""
+    failing, number = go & bad, answered
+    for _ in range(delay):
+        failing, number = past(m, failing, "failing_before"), past(m, number, "copy_before")
+    prop(m, "abort_for_each_failing_item", abort.valid == failing)
+    prop(m, "abort_names_the_failing_command", ~abort.valid | (abort.copy == number))
+
+
+def writer_completions(m, dut, fragment, checker, done_fifo):
+    """The AxiWriter's completions (`dut`, elaborated as `fragment`), with the checker's
+    B responses numbered as its bursts: each burst's `last` (of its command) and address
+    recorded as the issuer takes it from the splitter, the i-th B response the i-th
+    burst's (one ID, so in order). `done_fifo` is the B side's queue (entries, level)."""
+    writes = checker.writes
+    bits = len(writes.answered)
+    issuer_fragment = child(fragment, "issuer")
+    bursts = issuer_fragment.origins[0].bursts
+    took = bursts.valid & bursts.ready
+    taken = counter(m, "bursts_taken", took, bits)
+    recorded = Array(Signal(IssuedBurst, name=f"burst_{i}") for i in range(checker.ring))
+    with m.If(took):
+        m.d.sync += [recorded[taken].addr.eq(bursts.payload.addr),
+                     recorded[taken].last.eq(bursts.payload.last)]
+    axi = dut.axi
+    burst = recorded[writes.answered]
+    go = axi.bvalid & axi.bready
+    bad = resp_is_error(axi.bresp)
+    record = record_commands(m, go, burst.last, bad, burst.addr)
+    taken_done, behind = completions_in_order(m, dut.done, record,
+                                              ending_now=axi.bvalid & burst.last)
+    abort_names_failing_command(m, dut.abort, go, bad, record.answered, delay=1)
+    _issued_bursts_recorded(m, issuer_fragment, taken, writes.answered, recorded)
+    _writer_command_state(m, registers(fragment), record, done_fifo, taken_done, behind)
+
+
+def _issued_bursts_recorded(m, fragment, taken, answered, recorded):
+    """The induction invariant of the issuer's record of unfinished bursts: the oldest
+    (burst number `answered`) in its response register, the others in its queue from
+    the slot after the oldest's, each as the harness recorded it when it was taken."""
+    issuer = registers(fragment)
+    depth = fragment.origins[0]._depth
+    unfinished, after_ptr = issuer["unfinished"], issuer["after_ptr"]
+    bits = len(answered)
+    prop(m, "bursts_taken_are_answered_or_unfinished",
+         taken == (answered + unfinished)[:bits])
+    # The queue's slot for the next burst taken is the one after the youngest's.
+    prop(m, "issuer_queue_write_after_youngest",
+         issuer["taken_ptr"] == (after_ptr + unfinished + depth - 1) % depth)
+    oldest = fragment.origins[0].resp.payload
+    same = lambda held, number: ((held.addr == recorded[number].addr)
+                                 & (held.last == recorded[number].last))
+    prop(m, "issuer_oldest_burst_recorded",
+         (unfinished == 0) | same(oldest, answered))
+    rows = memory_rows(child(fragment, "queue"))
+    for age in range(1, depth):
+        slot = IssuedBurst(Array(rows)[(after_ptr + age - 1) % depth])
+        prop(m, f"issuer_burst_{age}_after_oldest_recorded",
+             (unfinished <= age) | same(slot, (answered + age)[:bits]))
+
+
+def _writer_command_state(m, writer, record, done_fifo, taken, behind):
+    """The writer's registers of the command being answered are the record's, and its
+    B side's queue holds the Completions answered and not yet taken, in order."""
+    prop(m, "writer_command_number_recorded", writer["command"] == record.answered)
+    prop(m, "writer_failure_recorded",
+         (writer["failed"] == record.failed)
+         & (~record.failed | (writer["failed_addr"] == record.failed_addr)))
+    entries, level = done_fifo
+    prop(m, "done_fifo_holds_the_commands_behind", level == behind)
+    for age, (held, entry) in enumerate(entries):
+        number = (taken + age)[:COPY_SEQ_BITS]
+        prop(m, f"done_fifo_entry_{age}_is_its_commands",
+             ~held | (entry == record.expected[number % record.ring].as_value()))
