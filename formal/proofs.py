@@ -4,15 +4,17 @@ from amaranth.hdl import Cat, Mux, Signal
 from amaranth.lib import stream
 
 from hdl import top
-from hdl.datapath import aligner, axi_reader, axi_writer, legalizer, mte2, pad
+from hdl.datapath import aligner, axi_reader, axi_writer, legalizer, mte2, pad, rowfork
 from hdl.intake import intake
 from hdl.intake.intake import word_count
 from hdl.layouts import BUS_WIDTHS, EXTENT_BITS, Completion
 from hdl.lib.arith import sum_mod
 from hdl.lib.queue import pass_or_queue
-from hdl.pipe import flags
+from hdl.pipe import addrgen, flags
 from hdl.pipe.pipe import PipeController
+from model.isa import Opcode
 
+from .addrgen import drain_harness
 from .aligner import aligner_harness
 from .axi_master import reader_harness, writer_completions_harness, writer_harness
 from .engine import completions_harness, idle_engine_harness
@@ -20,6 +22,7 @@ from .flags import flags_harness
 from .intake import intake_harness
 from .mte2_completions import mte2_completions_harness
 from .pad import pad_harness
+from .rowfork import rowfork_harness
 from .runner import Mutation, Proof
 from .splitter import splitter_harness
 
@@ -43,6 +46,10 @@ COMPLETIONS_DEPTH = 10
 # The completion paths close at depth 1 (MTE3) and 2 (MTE2); at 4 the base case holds a
 # mutation's counterexample (the second command's Completion, a few cycles from reset).
 COMPLETIONS_PROVE_DEPTH = 4
+# The drain's induction closes at 1; at 4 the base case holds a row too many.
+DRAIN_DEPTH = 4
+# The row fork's induction closes at 1; at 8 the base case fills its deeper queue.
+ROWFORK_DEPTH = 8
 # The aligner's "any byte" contract at W = 4: yices takes 19 to 110 s to depth 11, which
 # holds a whole row of up to 2 words; at W = 16 the first output word (step 8) took over
 # 4 minutes.
@@ -125,6 +132,40 @@ class _ResultOfCommandBefore(mte2.Mte2Datapath):
 RESULT_OF_COMMAND_BEFORE_MTE2 = Mutation(
     "result_of_command_before", "each command's Completion carries the command before's "
     "result", ((mte2, "Mte2Datapath", _ResultOfCommandBefore),))
+
+
+def _abort_decode(abort, registered, as_it_comes):
+    """The address generator's abort decode with the request it registers and the one
+    it sees as it comes each kept or replaced by a signal nothing sets."""
+    def patched(self, m, walking):
+        number, aborted, hit = abort(self, m, walking)
+        return (number, aborted if registered else Signal(name="never_aborted"),
+                hit if as_it_comes else Signal(name="never_hit"))
+    return patched
+
+
+def _abort_mutation(name, what, registered, as_it_comes):
+    decode = _abort_decode(addrgen.AddressGenerator._abort, registered, as_it_comes)
+    return Mutation(name, what, ((addrgen.AddressGenerator, "_abort", decode),))
+
+
+DRAIN_MUTATIONS = (
+    _abort_mutation("abort_ignored", "the address generator ignores abort requests",
+                    False, False),
+    _abort_mutation("abort_a_row_late", "an abort request acts once registered, a row "
+                    "later", True, False),
+)
+
+
+def _room_one_row_late(holds_at_most):
+    """The row fork's room test with one row more than the queue can take."""
+    return lambda filled, rows: holds_at_most(filled, rows + 1)
+
+
+ROOM_ONE_ROW_LATE = Mutation("room_one_row_late", "the row fork takes a row into a "
+                             "queue that holds its depth less one",
+                             ((rowfork, "_holds_at_most",
+                               _room_one_row_late(rowfork._holds_at_most)),))
 
 
 def _wlast_on_first(condition, if_true, if_false):
@@ -257,6 +298,10 @@ PROOFS = (
           "prove", COMPLETIONS_PROVE_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE3,)),
     Proof("mte2_completions", mte2_completions_harness(AXI_WIDTH, AXI_OUTSTANDING),
           "prove", COMPLETIONS_PROVE_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE2,)),
+    *(Proof(f"drain_addrgen_{kind.name.lower()}", drain_harness(kind, AXI_WIDTH), "prove",
+            DRAIN_DEPTH, DRAIN_MUTATIONS)
+      for kind in (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM)),
+    Proof("row_fork_room", rowfork_harness(), "prove", ROWFORK_DEPTH, (ROOM_ONE_ROW_LATE,)),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),
     *(Proof(f"pad_stage_w{width}", pad_harness(width), "bmc", depth, PAD_MUTATIONS,

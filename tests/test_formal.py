@@ -31,6 +31,13 @@ def test_intake_contract_proved_by_induction(tmp_path):
     assert result.properties >= 8
 
 
+def test_drain_after_abort_proved_by_induction(tmp_path):
+    """The address generator hands out at most 3 rows of a copy from its abort on."""
+    result = run_proof(BY_GROUP["drain_addrgen_copy_ubuf_to_gm"], root=tmp_path)
+    assert result.status == "proved", result.log[-2000:]
+    assert result.properties >= 8
+
+
 def test_mte2_completions_proved_by_induction(tmp_path):
     """MTE2's completion path gives command i's Completion as its i-th, once."""
     result = run_proof(BY_GROUP["mte2_completions"], root=tmp_path)
@@ -61,6 +68,8 @@ def test_axi_master_proved_by_induction(tmp_path, group):
      r"no_grant_without_a_counted_set|flag_counters_consistent"),
     ("command_intake", "command_lost_when_refused", "command_offered_with_its_last_word"),
     ("mte2_completions", "result_of_command_before", "completion_is_its_commands_in_order"),
+    ("drain_addrgen_copy_gm_to_ubuf", "abort_a_row_late",
+     "rows_after_abort_at_most_bound|cut_copy_walked_row_is_its_last"),
     ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),
     ("aligner_any_byte_w4", "rotator_one_lane_off", r"dst_lane_\d_carries_its_byte"),
 ])
