@@ -61,7 +61,8 @@ def _recording(cls, seen):
 
 def completions_harness(width_bytes):
     """Commands and a slave free within their rules: no pipe counts a completion without
-    a command of its own accepted, so none completes twice and none is invented."""
+    a command of its own accepted, so none completes twice and none is invented; while
+    the engine is idle, each pipe has counted every command it was given."""
     def build(mutation):
         m = Module()
         intakes = []
@@ -82,5 +83,8 @@ def completions_harness(width_bytes):
                 len(status.completed))
             prop(m, f"{pipe.name.lower()}_completions_only_for_accepted_commands",
                  status.completed <= accepted)
+            # Idle, nothing is queued, checked or in flight: every command is counted.
+            prop(m, f"{pipe.name.lower()}_idle_only_when_every_command_completed",
+                 ~dut.idle | (status.completed == accepted))
         return m
     return build
