@@ -1,64 +1,402 @@
-"""The aligner's "any byte" contract on its first row: for a free-but-fixed row offset p
-and byte value v, if the source byte at row offset p is v, the destination byte at row
-offset p is v, with its strobe set; each output word's strobes mark exactly the row's
-bytes and `last` its final word.
+"""The aligner's "any byte" contract, on every row: for a free-but-fixed row offset p and
+byte value v, if every source word's byte at row offset p is v, every destination byte
+at row offset p is v, with its strobe set; each output word's strobes mark exactly the
+row's bytes and `last` its final word; no destination word outside a row.
 
-The row's source offset, destination offset and length are free; the length is at most
-MAX_WORDS words, so the bound holds the whole row."""
+Rows are free (any offsets, any length the block takes), one in the aligner at a time:
+a row is offered once the row before has left whole (its last destination word taken).
+The induction invariant says where the row is (set-up registers, source side, merge),
+what its registers hold, how many of its words the rotator, the ring and the output
+queue hold, and which lane of which of them holds the tracked byte."""
 
-from amaranth.hdl import C, Cat, Module, Signal
+from dataclasses import dataclass
+
+from amaranth.hdl import C, Cat, Module, Mux, Signal, Value
+from amaranth.lib import data
 from amaranth.asserts import AnyConst
 
-from hdl.datapath.aligner import Aligner
+from hdl.datapath.aligner import (QUEUE_DEPTH, Aligner, _rotate_slices, _tag_layout,
+                                  _word_index_bits, rotate_stages)
 from hdl.layouts import LEN_BITS
 
 from .inputs import free, free_stream
-from .props import add_block, assume, counter, prop, stream_rule
+from .props import add_block, assume, child, prop, registers, stream_rule
 
-MAX_WORDS = 2
+COUNT_BITS = LEN_BITS + 2       # word counts and byte positions of a row, with room
+
+
+@dataclass
+class Record:
+    """The harness's record of the row in the aligner, and the tracked byte."""
+    busy: Value             # a row taken whose last destination word is not
+    row: Value              # that row (align_row_layout)
+    src_taken: Value        # its source words taken
+    dst_taken: Value        # its destination words taken
+    tracked: Value          # the tracked row offset p is one of the row's bytes
+    src_at: tuple           # (word, lane) of p in the row's source words
+    dst_at: tuple           # (word, lane) of p in the row's destination words
+    value: Value            # the tracked byte v
+
+
+@dataclass
+class Facts:
+    """What the row implies for the aligner's registers, worked out from the record."""
+    src_words: Value
+    dst_words: Value
+    r: Value                # rotate amount, (dst_off - src_off) mod W
+    neg: Value              # dst_off < src_off
+    tail: Value             # the last output word has a hi word
+    end_off: Value          # the last byte's lane in the last output word
+    uses0: Value            # output 0 has a hi word
+    pops0: Value            # ring entries output 0 retires
 
 
 def aligner_harness(width_bytes):
     def build(mutation):
         m = Module()
         dut = add_block(m, "dut", Aligner(width_bytes), mutation)
-        shift = width_bytes.bit_length() - 1
-        free_stream(m, "rows", dut.rows)
-        free_stream(m, "src", dut.src)
+        record, facts = _record(m, dut, width_bytes)
         free(m, dut.dst.ready)
         stream_rule(m, prop, "dst", dut.dst)
-        row = Signal.like(dut.rows.payload, name="first_row")
-        taken = Signal(name="first_row_taken")
-        with m.If(dut.rows.valid & dut.rows.ready):
-            m.d.sync += [taken.eq(1), row.eq(dut.rows.payload)]
-        assume(m, "one_row", ~(taken & dut.rows.valid))
-        length = row.length
-        assume(m, "row_not_empty", ~dut.rows.valid | (dut.rows.payload.length != 0))
-        assume(m, "row_short", ~dut.rows.valid
-               | (dut.rows.payload.length <= MAX_WORDS * width_bytes))
-        assume(m, "src_after_its_row", ~dut.src.valid | taken)
-        spot = Signal(LEN_BITS, name="tracked_offset")
-        value = Signal(8, name="tracked_value")
-        m.d.comb += [spot.eq(AnyConst(LEN_BITS)), value.eq(AnyConst(8))]
-        src_words = counter(m, "src_words", dut.src.valid & dut.src.ready, LEN_BITS)
-        dst_words = counter(m, "dst_words", dut.dst.valid & dut.dst.ready, LEN_BITS)
-        source_at = Cat(C(0, shift), src_words) - row.src_off     # row offset of lane 0
-        dest_at = Cat(C(0, shift), dst_words) - row.dst_off
-        out = dut.dst.payload
-        words = (row.dst_off + length + width_bytes - 1) >> shift
-        prop(m, "dst_last_on_rows_final_word",
-             ~dut.dst.valid | (out.last == (dst_words + 1 == words)))
-        for lane in range(width_bytes):
-            at_source = source_at + lane
-            assume(m, f"src_lane_{lane}_tracked",
-                   ~(dut.src.valid & (at_source == spot))
-                   | (dut.src.payload.data.word_select(lane, 8) == value))
-            at_dest = dest_at + lane
-            inside = (Cat(C(0, shift), dst_words) + lane >= row.dst_off) & (at_dest < length)
-            prop(m, f"dst_strb_{lane}_marks_the_rows_bytes",
-                 ~dut.dst.valid | (out.strb[lane] == inside))
-            prop(m, f"dst_lane_{lane}_carries_its_byte",
-                 ~(dut.dst.valid & inside & (at_dest == spot))
-                 | (out.data.word_select(lane, 8) == value))
+        _contract(m, dut, record, facts, width_bytes)
+        _invariant(m, m.submodules["dut"], record, facts, width_bytes)
         return m
     return build
+
+
+def _words(first_off, length, width_bytes):
+    shift = width_bytes.bit_length() - 1
+    return ((first_off + length + width_bytes - 1) >> shift)[:COUNT_BITS]
+
+
+def _record(m, dut, width_bytes):
+    """Takes rows one at a time and feeds each its source words, every one's byte at the
+    tracked row offset v; returns the record and the row's facts."""
+    free_stream(m, "rows", dut.rows)
+    free_stream(m, "src", dut.src)
+    busy = Signal(name="row_busy")
+    row = Signal.like(dut.rows.payload, name="row")
+    src_taken = Signal(COUNT_BITS, name="src_taken")
+    dst_taken = Signal(COUNT_BITS, name="dst_taken")
+    spot = Signal(LEN_BITS, name="tracked_offset")
+    value = Signal(8, name="tracked_value")
+    m.d.comb += [spot.eq(AnyConst(LEN_BITS)), value.eq(AnyConst(8))]
+    shift = width_bytes.bit_length() - 1
+    # The tracked byte's word and lane, so a register's lane is picked, not each lane's
+    # position worked out.
+    at = [(start + spot)[:COUNT_BITS] for start in (row.src_off, row.dst_off)]
+    record = Record(busy, row, src_taken, dst_taken, spot < row.length,
+                    *((position[shift:], position[:shift]) for position in at), value)
+    offered = dut.rows.payload
+    assume(m, "row_not_empty", ~dut.rows.valid | (offered.length != 0))
+    assume(m, "one_row_at_a_time", ~dut.rows.valid | ~busy)
+    facts = _facts(row, width_bytes)
+    assume(m, "src_words_of_the_row",
+           ~dut.src.valid | (busy & (src_taken < facts.src_words)))
+    with m.If(dut.src.valid & dut.src.ready):
+        m.d.sync += src_taken.eq(src_taken + 1)
+    with m.If(dut.dst.valid & dut.dst.ready):
+        m.d.sync += dst_taken.eq(dst_taken + 1)
+        with m.If(dst_taken + 1 == facts.dst_words):
+            m.d.sync += busy.eq(0)
+    with m.If(dut.rows.valid & dut.rows.ready):
+        m.d.sync += [busy.eq(1), row.eq(offered), src_taken.eq(0), dst_taken.eq(0)]
+    word, lane = record.src_at
+    assume(m, "src_tracked_byte_is_v",
+           ~(dut.src.valid & (src_taken == word))
+           | _holds_at(dut.src.payload.data, lane, value, width_bytes))
+    return record, facts
+
+
+def _facts(row, width_bytes):
+    shift = width_bytes.bit_length() - 1
+    src_words = _words(row.src_off, row.length, width_bytes)
+    dst_words = _words(row.dst_off, row.length, width_bytes)
+    neg = row.src_off > row.dst_off
+    # The last output word (dst_words - 1) has a hi word when the source has a word past
+    # its lo word (dst_words - 1 + neg).
+    tail = dst_words + neg <= src_words
+    single = dst_words == 1
+    uses0 = neg & (~single | tail)
+    return Facts(src_words, dst_words, (row.dst_off - row.src_off)[:shift], neg, tail,
+                 (row.dst_off + row.length - 1)[:shift], uses0,
+                 Mux(single, 1 + uses0, neg))
+
+
+def _row_byte(k, lane, record, facts):
+    """Lane `lane` of the row's k-th destination word is one of the row's bytes."""
+    return (((k != 0) | (lane >= record.row.dst_off))
+            & ((k + 1 != facts.dst_words) | (lane <= facts.end_off)))
+
+
+def _dst_word_holds(word, k, record, facts, width_bytes):
+    """Destination word `word` (dst_word_layout) is the row's k-th: `last` on its final
+    word, strobes on the row's bytes, the tracked byte in its lane."""
+    test = (word.last == (k + 1 == facts.dst_words)) & (k < facts.dst_words)
+    for lane in range(width_bytes):
+        test &= word.strb[lane] == _row_byte(k, lane, record, facts)
+    tracked_word, tracked_lane = record.dst_at
+    return test & (~(record.tracked & (k == tracked_word))
+                   | _holds_at(word.data, tracked_lane, record.value, width_bytes))
+
+
+def _contract(m, dut, record, facts, width_bytes):
+    out = dut.dst.payload
+    offered, k = dut.dst.valid, record.dst_taken
+    prop(m, "dst_only_within_a_row", ~offered | (record.busy & (k < facts.dst_words)))
+    prop(m, "dst_last_on_rows_final_word",
+         ~offered | (out.last == (k + 1 == facts.dst_words)))
+    for lane in range(width_bytes):
+        prop(m, f"dst_strb_{lane}_marks_the_rows_bytes",
+             ~offered | (out.strb[lane] == _row_byte(k, lane, record, facts)))
+    word, lane = record.dst_at
+    prop(m, "dst_tracked_byte_arrives",
+         ~(offered & record.tracked & (k == word))
+         | _holds_at(out.data, lane, record.value, width_bytes))
+
+
+def _invariant(m, fragment, record, facts, width_bytes):
+    """The induction invariant: the aligner's registers tied to the record."""
+    regs = registers(fragment)
+    stages = rotate_stages(width_bytes)
+    rot_valid = [regs[f"rot{i}_valid"] for i in range(stages)]
+    in_rotator = sum(rot_valid)
+    filled = regs["filled"]
+    in_ring = sum(filled[i] for i in range(QUEUE_DEPTH))
+    out_full = regs["out_full"]
+    in_output = out_full[0] + out_full[1]
+    emitted = (record.dst_taken + in_output)[:COUNT_BITS]
+    loaded = _setup_invariant(m, regs, record, facts, width_bytes)
+    _source_invariant(m, fragment, regs, record, facts, loaded, width_bytes)
+    empty = (in_rotator == 0) & (in_ring == 0)
+    entering, have_head = regs["row_enters"], regs["have_head"]
+    # One row at a time: once it is set up, its tag enters the merge (row_enters) a cycle
+    # after the source side loads it, and the head row register on the next edge, as no
+    # row is ahead of it; the head row is let go when its last output word is put into
+    # the output queue, which has all the row's source words.
+    prop(m, "aligner_merge_follows_the_row",
+         (~loaded | entering | have_head | (emitted == facts.dst_words))
+         & (~entering | (~have_head & (emitted == 0) & (record.src_taken == 0)
+                         & empty & regs["have_row0"]))
+         & (~have_head | (loaded & (emitted < facts.dst_words)))
+         & (have_head | empty | entering)
+         & (~loaded | have_head | entering | (record.src_taken == facts.src_words)))
+    retired = Mux(emitted == 0, 0, emitted - 1 + facts.neg)
+    prop(m, "aligner_words_taken_are_retired_ringed_or_rotating",
+         ~have_head | (record.src_taken == retired + in_ring + in_rotator))
+    _ring_invariant(m, regs, in_ring)
+    _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes)
+    _data_invariant(m, regs, record, facts, (rot_valid, retired), width_bytes)
+    _idle_invariant(m, regs, record, (in_rotator, in_ring, in_output))
+
+
+def _idle_invariant(m, regs, record, held):
+    """With no row in it, or its row still in the set-up registers, the aligner holds no
+    word and no row past them."""
+    in_rotator, in_ring, in_output = held
+    ends, setup = regs["row_ends_valid"], regs["row_setup_valid"]
+    holds_nothing = (~regs["have_row0"] & ~regs["row_enters"] & ~regs["have_head"]
+                     & (in_rotator == 0) & (in_ring == 0) & (in_output == 0))
+    nothing_past_setup = holds_nothing & (record.src_taken == 0) & (record.dst_taken == 0)
+    # One row at a time: it is in one of the two set-up registers, never in a skid
+    # register (a stage takes a row while it is empty), and then past them.
+    prop(m, "aligner_setup_skids_empty",
+         ~regs["row_ends_skid_valid"] & ~regs["row_setup_skid_valid"])
+    prop(m, "aligner_idle_without_a_row",
+         record.busy | (~ends & ~setup & holds_nothing))
+    prop(m, "aligner_row_in_one_setup_register",
+         (~ends | (record.busy & ~setup & nothing_past_setup))
+         & (~setup | (record.busy & ~ends & nothing_past_setup)))
+
+
+def _tag_holds(tag, row, facts):
+    """`tag` (the aligner's _tag_layout) is the row's."""
+    return ((tag.r == facts.r) & (tag.neg == facts.neg) & (tag.tail == facts.tail)
+            & (tag.lout == facts.dst_words - 1) & (tag.dst_off == row.dst_off)
+            & (tag.end_off == facts.end_off) & (tag.single == (facts.dst_words == 1))
+            & (tag.pair == (facts.dst_words == 2)) & (tag.uses0 == facts.uses0)
+            & (tag.pops0 == facts.pops0))
+
+
+def _setup_invariant(m, regs, record, facts, width_bytes):
+    """The set-up registers hold the row's ends, then its tag and source word count.
+    Returns whether the row is past them."""
+    shift = width_bytes.bit_length() - 1
+    row = record.row
+    ends = data.View(data.StructLayout({
+        "src_end": LEN_BITS + 1, "dst_end": LEN_BITS + 1, "r": shift, "neg": 1,
+        "dst_off": shift}), regs["row_ends"])
+    setup = data.View(data.StructLayout({
+        "tag": _tag_layout(width_bytes), "src_left": _word_index_bits(width_bytes),
+        "src_last": 1}), regs["row_setup"])
+    prop(m, "aligner_row_ends_are_the_rows",
+         ~regs["row_ends_valid"]
+         | ((ends.src_end == row.src_off + row.length - 1)
+            & (ends.dst_end == row.dst_off + row.length - 1)
+            & (ends.r == facts.r) & (ends.neg == facts.neg)
+            & (ends.dst_off == row.dst_off)))
+    prop(m, "aligner_row_setup_is_the_rows",
+         ~regs["row_setup_valid"]
+         | (_tag_holds(setup.tag, row, facts)
+            & (setup.src_left == facts.src_words - 1)
+            & (setup.src_last == (facts.src_words == 1))))
+    return record.busy & ~regs["row_ends_valid"] & ~regs["row_setup_valid"]
+
+
+def _source_invariant(m, fragment, regs, record, facts, loaded, width_bytes):
+    """The source side holds the row until its last source word is taken, counting the
+    words still to come; its four copies of the handshake state agree."""
+    tag = data.View(_tag_layout(width_bytes), regs["tag"])
+    have_row, src_ready = regs["have_row0"], regs["src_ready0"]
+    src_last, src_left = regs["src_last0"], regs["src_left"]
+    # The copies load the same values from the same inputs.
+    for k in range(1, 4):
+        prop(m, f"aligner_source_copy_{k}_agrees",
+             (regs[f"have_row{k}"] == have_row) & (regs[f"src_ready{k}"] == src_ready)
+             & (regs[f"src_last{k}"] == src_last)
+             & (regs[f"src_ready_last{k}"] == regs["src_ready_last0"]))
+    # src.ready was worked out a cycle ahead from the rotator's room: a word taken
+    # always finds the rotator advancing.
+    last_valid = regs[f"rot{rotate_stages(width_bytes) - 1}_valid"]
+    prop(m, "aligner_source_ready_with_room",
+         (regs["src_ready_last0"] == (src_ready & src_last))
+         & (~src_ready | (have_row & (~last_valid | ~regs["full"]))))
+    prop(m, "aligner_source_side_holds_the_row",
+         ~have_row | (loaded & (record.src_taken < facts.src_words)
+                      & _tag_holds(tag, record.row, facts)
+                      & (src_left == facts.src_words - 1 - record.src_taken)
+                      & (src_last == (src_left == 0))))
+    prop(m, "aligner_source_side_done_after_its_last_word",
+         ~loaded | have_row | (record.src_taken == facts.src_words))
+    stages = rotate_stages(width_bytes)
+    for i in range(stages):
+        for g in range(2):
+            hold = registers(child(fragment, f"rot{i}_{g}_hold"))["q"]
+            prop(m, f"aligner_rotator_{i}_{g}_hold_copies_agree",
+                 hold == Cat(last_valid, regs["full"]))
+
+
+def _ring_invariant(m, regs, in_ring):
+    """The ring holds its words at rd, rd + 1, ...: its fill thermometer, live bits, write
+    pointer and flags agree."""
+    filled, rd, wr, live = regs["filled"], regs["rd"], regs["wr"], regs["live"]
+    prop(m, "aligner_ring_fill_is_a_thermometer",
+         Cat(*(~filled[i + 1] | filled[i] for i in range(QUEUE_DEPTH - 1))).all())
+    prop(m, "aligner_ring_write_pointer_past_its_words",
+         wr == (rd + in_ring)[:len(wr)])
+    for e in range(QUEUE_DEPTH):
+        prop(m, f"aligner_ring_entry_{e}_live_while_held",
+             live[e] == ((e - rd)[:len(rd)] < in_ring))
+    prop(m, "aligner_ring_flags_follow_fill",
+         (regs["full"] == filled[QUEUE_DEPTH - 1])
+         & (regs["almost_full"] == (filled[QUEUE_DEPTH - 2] & ~filled[QUEUE_DEPTH - 1])))
+
+
+def _merge_row_holds(value, record, facts, width_bytes):
+    """`value` (the merge's row: the tag and its lane masks) is the row's."""
+    merge_row = data.View(data.StructLayout({
+        "tag": _tag_layout(width_bytes), "lo": width_bytes, "head": width_bytes,
+        "tail": width_bytes}), value)
+    test = _tag_holds(merge_row.tag, record.row, facts)
+    for lane in range(width_bytes):
+        test &= ((merge_row.lo[lane] == (lane < facts.r))
+                 & (merge_row.head[lane] == (lane >= record.row.dst_off))
+                 & (merge_row.tail[lane] == (lane <= facts.end_off)))
+    return test
+
+
+def _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes):
+    """The merge's head row is the row, and its control registers say what output word
+    `emitted` (the next) is and retires; the copies of them agree."""
+    have_head, first, last = regs["have_head"], regs["first"], regs["last"]
+    uses_hi, pops_if, filled = regs["uses_hi"], regs["pops_if"], regs["filled"]
+    prop(m, "aligner_entering_row_is_the_rows",
+         ~regs["row_enters"] | _merge_row_holds(regs["entering"], record, facts,
+                                                width_bytes))
+    # The row enters the head register straight away (no row ahead of it), so the row
+    # queue stays empty.
+    queue = registers(child(fragment, "row_queue"))
+    prop(m, "aligner_row_queue_empty",
+         ~queue["r_rdy"] & (queue["held"] == 0) & ~queue["has_head"] & queue["has_room"]
+         & (queue["w_ptr"] == queue["r_ptr"]))
+    # Output k = emitted: the first, the last, the one before the last; each output but
+    # the first retires its lo word, the last its hi word too if it has one.
+    prop(m, "aligner_head_row_is_the_rows",
+         ~have_head | (_merge_row_holds(regs["head"], record, facts, width_bytes)
+                       & (regs["head_lout"] == facts.dst_words - 1)
+                       & (regs["head_tail"] == facts.tail)))
+    prop(m, "aligner_merge_counts_the_output_word",
+         ~have_head | ((first == (emitted == 0))
+                       & (first | (regs["out_left"] == facts.dst_words - 1 - emitted))
+                       & (last == (emitted + 1 == facts.dst_words))
+                       & (regs["next_last"] == (emitted + 2 == facts.dst_words))))
+    prop(m, "aligner_merge_knows_what_the_output_word_needs",
+         ~have_head | ((uses_hi == Mux(first, facts.uses0, ~last | facts.tail))
+                       & (pops_if == Mux(first, facts.pops0, 1 + (last & facts.tail)))
+                       & (regs["ends_if"] == (last & (~uses_hi | filled[1])))))
+    # With no head row the head register loads on every edge, which sets `first`.
+    prop(m, "aligner_merge_first_without_a_head", have_head | first)
+    # Registers worked out with the ones they copy or are made of, from the same values.
+    prop(m, "aligner_merge_retires_if_follows",
+         regs["retires_if"] == (filled[0] & (~uses_hi | filled[1]) & pops_if.any()))
+    lane_copy = registers(child(fragment, "lane_copy"))["q"]
+    prop(m, "aligner_lane_copies_agree", lane_copy == Cat(regs["rd"], uses_hi, ~first, last))
+    room_copy = registers(child(fragment, "out_room_copy"))["q"]
+    prop(m, "aligner_room_copy_agrees", room_copy == ~regs["out_room"])
+    full, wr, rd = regs["out_full"], regs["out_wr"], regs["out_rd"]
+    prop(m, "aligner_output_queue_flags_follow_entries",
+         (regs["out_valid"] == full.bit_select(rd, 1))
+         & (regs["out_room"] == ~full.bit_select(wr, 1))
+         & ((wr != rd) | (full[0] == full[1]))
+         & ((wr == rd) | (full.bit_select(rd, 1) & ~full.bit_select(wr, 1))))
+    prop(m, "aligner_emitted_within_the_row", emitted <= facts.dst_words)
+
+
+def _holds_at(entry, lane_now, value, width_bytes):
+    """Byte lane `lane_now` of `entry` is `value`: one implication per lane, which the
+    solver takes lane by lane more readily than one variable byte select."""
+    test = C(1, 1)
+    for lane in range(width_bytes):
+        test &= (lane_now != lane) | (entry.word_select(lane, 8) == value)
+    return test
+
+
+def _carries(entry, word, rotated_by, record, width_bytes):
+    """`entry` (a word of 8 * W bits), the row's source word `word` rotated left by
+    `rotated_by` lanes, holds the tracked byte in its lane if it is that byte's word."""
+    shift = width_bytes.bit_length() - 1
+    tracked_word, tracked_lane = record.src_at
+    return (word != tracked_word) | _holds_at(entry, (tracked_lane + rotated_by)[:shift],
+                                              record.value, width_bytes)
+
+
+def _data_invariant(m, regs, record, facts, counts, width_bytes):
+    """Where the tracked byte is: each rotator stage holds a source word rotated by the
+    amount bits it and the stages before it resolve, each ring entry one rotated by r,
+    each output queue entry a destination word of the row."""
+    rot_valid, retired = counts
+    entry_layout = data.StructLayout({"data": 8 * width_bytes,
+                                      "r": width_bytes.bit_length() - 1})
+    mask = 0
+    for i, (lo, hi) in enumerate(_rotate_slices(width_bytes)):
+        mask |= ((1 << hi) - 1) & ~((1 << lo) - 1)
+        stage = data.View(entry_layout, regs[f"rot{i}"])
+        # The stages move together: stage i holds the word taken before those of the
+        # valid stages ahead of it.
+        word = record.src_taken - 1 - sum(rot_valid[:i])
+        prop(m, f"aligner_rotator_{i}_holds_its_word",
+             ~rot_valid[i] | ((stage.r == facts.r)
+                              & _carries(stage.data, word, facts.r & mask, record,
+                                         width_bytes)))
+    rd, live = regs["rd"], regs["live"]
+    for e in range(QUEUE_DEPTH):
+        word = retired + (e - rd)[:len(rd)]
+        prop(m, f"aligner_ring_entry_{e}_holds_its_word",
+             ~live[e] | _carries(regs[f"ring{e}"], word, facts.r, record, width_bytes))
+    layout = data.StructLayout({"data": 8 * width_bytes, "strb": width_bytes, "last": 1})
+    full, out_rd = regs["out_full"], regs["out_rd"]
+    for i in range(2):
+        k = record.dst_taken + (i - out_rd)[:1]
+        prop(m, f"aligner_output_entry_{i}_holds_its_word",
+             ~full[i] | _dst_word_holds(data.View(layout, regs[f"out{i}"]), k, record,
+                                        facts, width_bytes))

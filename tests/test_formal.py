@@ -45,6 +45,16 @@ def test_mte2_completions_proved_by_induction(tmp_path):
     assert result.properties >= 15
 
 
+def test_aligner_any_byte_proved_by_induction_at_w8(tmp_path):
+    """Every row's tracked byte at its destination lane, for every depth: the invariant
+    closes the induction at 1, so a base case of 1 and one induction step prove it (the
+    group's base case of 8 is there for its mutations)."""
+    proof = BY_GROUP["aligner_any_byte_w8"]
+    result = run_proof(Proof(proof.group, proof.build, "prove", 1), root=tmp_path)
+    assert result.status == "proved", result.log[-2000:]
+    assert result.properties >= 40
+
+
 @pytest.mark.parametrize("group", ["axi4_master_read", "axi4_master_write"])
 def test_axi_master_proved_by_induction(tmp_path, group):
     """The AXI4 master properties at W = 8, 2 outstanding bursts, for every depth."""
@@ -71,7 +81,9 @@ def test_axi_master_proved_by_induction(tmp_path, group):
     ("drain_addrgen_copy_gm_to_ubuf", "abort_a_row_late",
      "rows_after_abort_at_most_bound|cut_copy_walked_row_is_its_last"),
     ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),
-    ("aligner_any_byte_w4", "rotator_one_lane_off", r"dst_lane_\d_carries_its_byte"),
+    ("aligner_any_byte_w8", "rotator_one_lane_off",
+     r"aligner_rotator_0_holds_its_word|aligner_ring_entry_\d_holds_its_word"
+     r"|dst_tracked_byte_arrives"),
 ])
 def test_mutation_caught_with_name_and_trace(tmp_path, group, mutation, expected):
     proof = _shallow(BY_GROUP[group], QUICK_DEPTH)
