@@ -19,48 +19,29 @@ def _shallow(proof, depth):
     return Proof(proof.group, proof.build, "bmc", depth, proof.mutations, proof.why_bmc)
 
 
-def test_splitter_contract_proved_by_induction_at_w8(tmp_path):
-    result = run_proof(BY_GROUP["burst_splitter_w8"], root=tmp_path)
+@pytest.mark.parametrize("group, depth, properties", [
+    ("burst_splitter_w8", None, 12),
+    ("command_intake", None, 8),
+    # The address generator hands out at most 3 rows of a copy from its abort on.
+    ("drain_addrgen_copy_ubuf_to_gm", None, 8),
+    # MTE2's completion path gives command i's Completion as its i-th, once.
+    ("mte2_completions", None, 15),
+    # Every row's tracked byte at its destination lane: the invariant closes the
+    # induction at 1, so a base case of 1 and one induction step prove it (the group's
+    # base case of 8 is there for its mutations).
+    ("aligner_any_byte_w8", 1, 40),
+    # The AXI4 master properties at W = 8, 2 outstanding bursts.
+    ("axi4_master_read", None, 40),
+    ("axi4_master_write", None, 40),
+])
+def test_proved_by_induction(tmp_path, group, depth, properties):
+    """The group's properties hold for every depth."""
+    proof = BY_GROUP[group]
+    if depth is not None:
+        proof = Proof(proof.group, proof.build, "prove", depth)
+    result = run_proof(proof, root=tmp_path)
     assert result.status == "proved", result.log[-2000:]
-    assert result.properties >= 12
-
-
-def test_intake_contract_proved_by_induction(tmp_path):
-    result = run_proof(BY_GROUP["command_intake"], root=tmp_path)
-    assert result.status == "proved", result.log[-2000:]
-    assert result.properties >= 8
-
-
-def test_drain_after_abort_proved_by_induction(tmp_path):
-    """The address generator hands out at most 3 rows of a copy from its abort on."""
-    result = run_proof(BY_GROUP["drain_addrgen_copy_ubuf_to_gm"], root=tmp_path)
-    assert result.status == "proved", result.log[-2000:]
-    assert result.properties >= 8
-
-
-def test_mte2_completions_proved_by_induction(tmp_path):
-    """MTE2's completion path gives command i's Completion as its i-th, once."""
-    result = run_proof(BY_GROUP["mte2_completions"], root=tmp_path)
-    assert result.status == "proved", result.log[-2000:]
-    assert result.properties >= 15
-
-
-def test_aligner_any_byte_proved_by_induction_at_w8(tmp_path):
-    """Every row's tracked byte at its destination lane, for every depth: the invariant
-    closes the induction at 1, so a base case of 1 and one induction step prove it (the
-    group's base case of 8 is there for its mutations)."""
-    proof = BY_GROUP["aligner_any_byte_w8"]
-    result = run_proof(Proof(proof.group, proof.build, "prove", 1), root=tmp_path)
-    assert result.status == "proved", result.log[-2000:]
-    assert result.properties >= 40
-
-
-@pytest.mark.parametrize("group", ["axi4_master_read", "axi4_master_write"])
-def test_axi_master_proved_by_induction(tmp_path, group):
-    """The AXI4 master properties at W = 8, 2 outstanding bursts, for every depth."""
-    result = run_proof(BY_GROUP[group], root=tmp_path)
-    assert result.status == "proved", result.log[-2000:]
-    assert result.properties >= 40
+    assert result.properties >= properties
 
 
 @pytest.mark.parametrize("group, mutation, expected", [
