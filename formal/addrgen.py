@@ -9,6 +9,7 @@ from amaranth.lib import data
 from hdl.layouts import COPY_SEQ_BITS, RowJob
 from hdl.pipe.addrgen import AddressGenerator
 
+from .gm_side import output_queue_entries
 from .inputs import free, free_stream
 from .props import add_block, counter, prop, registers
 
@@ -64,15 +65,9 @@ def _drain_invariant(m, walk, taken, ended, cut_state):
     bits = COPY_SEQ_BITS
     last_taken = (taken - 1)[:bits]
     prop(m, "addrgen_number_is_last_taken", walk["number"] == last_taken)
-    full, wr, rd = walk["row_full"], walk["row_wr"], walk["row_rd"]
-    held = full[0] + full[1]
-    head_held, second_held = full.bit_select(rd, 1), full.bit_select(~rd, 1)
-    prop(m, "row_queue_pointers_apart_by_count",
-         ((wr ^ rd) == (held == 1)) & ((held != 1) | head_held))
-    prop(m, "row_queue_flags_agree",
-         (walk["row_valid"] == head_held) & (walk["row_room"] == ~full.bit_select(wr, 1)))
-    head = data.View(RowJob, Mux(rd, walk["row1"], walk["row0"]))
-    second = data.View(RowJob, Mux(rd, walk["row0"], walk["row1"]))
+    (head_held, head), (second_held, second) = [
+        (held, data.View(RowJob, entry))
+        for held, entry in output_queue_entries(m, "row_queue", walk, "row")]
     walking = walk["walking"]
     queued_last = (head_held & head.last) + (second_held & second.last)
     prop(m, "copies_unended_are_queued_or_walked",

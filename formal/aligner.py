@@ -19,6 +19,7 @@ from hdl.datapath.aligner import (QUEUE_DEPTH, Aligner, _rotate_slices, _tag_lay
                                   _word_index_bits, rotate_stages)
 from hdl.layouts import LEN_BITS
 
+from .gm_side import output_queue_entries
 from .inputs import free, free_stream
 from .props import add_block, assume, child, prop, registers, stream_rule
 
@@ -343,12 +344,7 @@ def _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes):
     prop(m, "aligner_lane_copies_agree", lane_copy == Cat(regs["rd"], uses_hi, ~first, last))
     room_copy = registers(child(fragment, "out_room_copy"))["q"]
     prop(m, "aligner_room_copy_agrees", room_copy == ~regs["out_room"])
-    full, wr, rd = regs["out_full"], regs["out_wr"], regs["out_rd"]
-    prop(m, "aligner_output_queue_flags_follow_entries",
-         (regs["out_valid"] == full.bit_select(rd, 1))
-         & (regs["out_room"] == ~full.bit_select(wr, 1))
-         & ((wr != rd) | (full[0] == full[1]))
-         & ((wr == rd) | (full.bit_select(rd, 1) & ~full.bit_select(wr, 1))))
+    output_queue_entries(m, "aligner_output_queue", regs, "out")
     prop(m, "aligner_emitted_within_the_row", emitted <= facts.dst_words)
 
 

@@ -6,7 +6,7 @@ to the bus has the sid of the last row taken. Without them the induction step st
 from states no run reaches: a full queue that says it has room, a count one off the
 checker's, an entry that crosses a page or has another ID."""
 
-from amaranth.hdl import Array
+from amaranth.hdl import Array, Mux
 from amaranth.lib import data
 
 from hdl.datapath.legalizer import GmRow, address_entry
@@ -53,6 +53,22 @@ def queue_entries(m, name, fragment):
     entries = [(queue["r_rdy"], queue["r_data"])]
     entries += [(held > age, Array(rows)[(r_ptr + age) % slots]) for age in range(slots)]
     return entries, held + queue["r_rdy"]
+
+
+def output_queue_entries(m, name, regs, queue):
+    """Asserts that a two-entry output queue's registers (stream.buffered_output, named
+    `queue` among `regs`, a block's registers) agree: `valid` is the read pointer's entry
+    full, `room` the write pointer's empty, and the pointers apart exactly when one entry
+    is held. Returns the entries it holds as (held, entry), oldest first."""
+    full, wr, rd = (regs[f"{queue}_{part}"] for part in ("full", "wr", "rd"))
+    first, second = regs[f"{queue}0"], regs[f"{queue}1"]
+    head_held, other_held = full.bit_select(rd, 1), full.bit_select(~rd, 1)
+    prop(m, f"{name}_flags_follow_entries",
+         (regs[f"{queue}_valid"] == head_held)
+         & (regs[f"{queue}_room"] == ~full.bit_select(wr, 1))
+         & ((wr != rd) | (full[0] == full[1]))
+         & ((wr == rd) | (head_held & ~other_held)))
+    return [(head_held, Mux(rd, second, first)), (other_held, Mux(rd, first, second))]
 
 
 def issuer_invariant(m, fragment, on_bus, width_bytes, max_outstanding, id_width):
