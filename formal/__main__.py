@@ -4,6 +4,7 @@ Exit status 0 when every group is proved and every mutation caught, else 1."""
 
 import argparse
 import sys
+from dataclasses import replace
 
 from .proofs import PROOFS
 from .runner import run_proof
@@ -45,7 +46,7 @@ def main(argv=None):
     ok = True
     for proof in proofs:
         if args.depth:
-            proof = type(proof)(**{**proof.__dict__, "depth": args.depth})
+            proof = replace(proof, depth=args.depth, mutation_depth=0)
         result = run_proof(proof)
         print(_line(result), flush=True)
         if result.passed:

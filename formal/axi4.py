@@ -6,8 +6,9 @@ What a master must do is asserted; what the slave may do is assumed, and nothing
   - every burst is INCR, AxSIZE = log2(W), and stays in one 4 KiB page (AxLEN <= 255 is
     the field's width);
   - write bursts: the i-th W burst has exactly AWLEN + 1 beats of the i-th AW and WLAST on
-    its last beat only (W may run ahead of AW, as AXI4 allows, by fewer than `ring`
-    bursts), compared in whichever order the two come;
+    its last beat only, compared in whichever order the two come (W may run ahead of AW,
+    as AXI4 allows, by as many bursts as AW may run ahead of W: max_outstanding, made a
+    power of two);
   - bursts awaiting their last R beat or their B response are at most `max_outstanding`;
   - no ARVALID, AWVALID or WVALID in the cycle after a reset;
   - with `one_id`, bursts in flight all have one ID, so a slave answers them in order;
@@ -17,7 +18,8 @@ What a master must do is asserted; what the slave may do is assumed, and nothing
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Cat, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Array, Cat, Mux, ResetSignal, Signal, Value, signed
+from amaranth.utils import ceil_log2
 
 from .props import assume, counter, past, prop, stream_rule
 
@@ -38,24 +40,32 @@ _ADDRESS = ("id", "addr", "len", "size", "burst", "lock", "cache", "prot", "qos"
 @dataclass(frozen=True)
 class _WriteRecord:
     """What the checker counts of the write channels: AW bursts issued, W bursts whose
-    last beat went, B responses taken (each modulo `ring`), the beats of the W burst in
-    progress, and the rings of AWLEN and of W bursts' beats - 1, by burst number."""
+    last beat went, B responses taken (each modulo 2^count_bits), the beats of the W burst
+    in progress, and the ring of the lengths (AxLEN) of the bursts one channel has sent
+    and the other not yet, by burst number modulo its size."""
     issued: Value
     written: Value
     answered: Value
     beat: Value
-    aw_lengths: Array
-    w_lengths: Array
+    lengths: Array
+
+    def length(self, number):
+        """The ring's entry of burst `number` (a count of `issued`'s width)."""
+        return self.lengths[number[:ceil_log2(len(self.lengths))]]
 
 
 class Axi4MasterChecker:
     """Adds the AXI4 master properties of `axi` (a master port: AXI4ReadSignature,
     AXI4WriteSignature or AXI4Signature) to the harness module `m`."""
 
-    def __init__(self, width_bytes, max_outstanding, ring=8, one_id=False):
+    def __init__(self, width_bytes, max_outstanding, one_id=False):
         self.width_bytes = width_bytes
         self.max_outstanding = max_outstanding
-        self.ring = ring                # bursts a counter tells apart (a power of two)
+        # The lengths the checker keeps, a power of two: of the bursts AW is ahead of W
+        # by, at most max_outstanding as each awaits its B response, or W ahead of AW by.
+        self.ring = 1 << ceil_log2(max_outstanding)
+        # Burst counts wide enough that their difference, within +-ring, has a sign.
+        self.count_bits = ceil_log2(self.ring) + 2
         # Check that bursts in flight share one ID: the BMC of it is four times slower.
         self.one_id = one_id
 
@@ -91,15 +101,8 @@ class Axi4MasterChecker:
         prop(m, f"{prefix}_one_id_in_flight", ~(go & any_outstanding) | (axid == last_id))
         self.last_id = last_id          # for a harness's induction invariant
 
-    def _lengths(self, m, name, write_index, write, data):
-        """A ring of `ring` burst lengths, entry `write_index` loaded on `write`."""
-        ring = Array(Signal(8, name=f"{name}_{i}") for i in range(self.ring))
-        with m.If(write):
-            m.d.sync += ring[write_index].eq(data)
-        return ring
-
     def _read(self, m, axi):
-        bits = self.ring.bit_length() - 1
+        bits = self.count_bits
         ar_go = axi.arvalid & axi.arready
         r_go = axi.rvalid & axi.rready
         issued = counter(m, "ar_issued", ar_go, bits)
@@ -113,7 +116,7 @@ class Axi4MasterChecker:
             self._one_id(m, "ar", axi.arid, ar_go, outstanding != 0)
 
     def _write(self, m, axi):
-        bits = self.ring.bit_length() - 1
+        bits = self.count_bits
         aw_go = axi.awvalid & axi.awready
         w_go = axi.wvalid & axi.wready
         b_go = axi.bvalid & axi.bready
@@ -123,32 +126,35 @@ class Axi4MasterChecker:
         beat = Signal(8, name="w_beat")
         with m.If(w_go):
             m.d.sync += beat.eq(_next_beat(axi.wlast, beat))
-        aw_lengths = self._lengths(m, "aw_len", issued, aw_go, axi.awlen)
-        w_lengths = self._lengths(m, "w_len", written, w_go & axi.wlast, beat)
-        # For a harness's induction invariant: the counts, the beats of the W burst in
-        # progress, and the rings of lengths.
-        self.writes = _WriteRecord(issued, written, answered, beat, aw_lengths, w_lengths)
+        lead = Signal(signed(bits), name="aw_lead")       # AW bursts ahead of W's
+        m.d.comb += lead.eq(issued - written)
+        aw_leads, w_leads = lead > 0, lead < 0
+        # Whichever of a burst's AW and W comes first leaves its length in the ring, and
+        # the second is compared with it; when both come at once, W with AW's payload.
+        lengths = Array(Signal(8, name=f"burst_len_{i}") for i in range(self.ring))
+        record = _WriteRecord(issued, written, answered, beat, lengths)
+        with m.If(aw_go & ~w_leads):
+            m.d.sync += record.length(issued).eq(axi.awlen)
+        with m.If(w_go & axi.wlast & ~aw_leads):
+            m.d.sync += record.length(written).eq(beat)
+        self.writes = record            # for a harness's induction invariant
         stream_rule(m, prop, "w", _Channel(axi, "w", ("data", "strb", "last")))
         stream_rule(m, assume, "b", _Channel(axi, "b", ("id", "resp")))
 
-        # Whichever of a burst's AW and W comes second is compared with the first.
-        aw_ahead = (issued - written)[:bits]
-        w_ahead = (written - issued)[:bits]
-        w_known = (aw_ahead != 0) & (aw_ahead < self.ring // 2)
-        expected = aw_lengths[written]
-        prop(m, "w_bursts_ahead_of_aw_bounded", (w_ahead < self.ring // 2) | w_known)
+        prop(m, "w_bursts_ahead_of_aw_bounded", lead >= -self.ring)
+        w_known = aw_leads | ((lead == 0) & axi.awvalid)
+        expected = Mux(aw_leads, record.length(written), axi.awlen)
         prop(m, "w_beats_within_awlen", ~(axi.wvalid & w_known) | (beat <= expected))
         prop(m, "wlast_on_last_beat_only",
              ~(axi.wvalid & w_known) | (axi.wlast == (beat == expected)))
-        w_done_first = (w_ahead != 0) & (w_ahead < self.ring // 2)
         prop(m, "awlen_matches_w_beats_sent",
-             ~(axi.awvalid & w_done_first) | (axi.awlen == w_lengths[issued]))
-        # AW issued with W in progress (or not begun): W may not have passed AWLEN.
+             ~(axi.awvalid & w_leads) | (axi.awlen == record.length(issued)))
+        # AW offered with its W burst in progress (or not begun): W may not have passed
+        # AWLEN.
         prop(m, "awlen_covers_w_beats_in_progress",
-             ~(axi.awvalid & (w_ahead == 0)) | (beat <= axi.awlen))
+             ~(axi.awvalid & (lead == 0)) | (beat <= axi.awlen))
 
-        complete = Signal(bits, name="bursts_complete")      # AW and last W both gone
-        m.d.comb += complete.eq(Mux(w_known | (aw_ahead == 0), written, issued))
+        complete = Mux(w_leads, issued, written)        # AW and last W both gone
         assume(m, "b_only_for_complete_bursts",
                ~axi.bvalid | ((complete - answered)[:bits] != 0))
         outstanding = (issued - answered)[:bits]

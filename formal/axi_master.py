@@ -96,7 +96,7 @@ def _writer_with_invariant(m, mutation, width_bytes, max_outstanding):
 def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, row_sid):
     """What closes the writer's induction: the splitter's and the issuer's invariants;
     every burst taken is queued for AW until its AW goes and for W until its last beat
-    goes, with one length in both queues and the checker's rings; the W burst in
+    goes, with one length in both queues and the checker's ring; the W burst in
     progress counted alike by the writer and the checker; the B side's queue, whose
     entries and level it returns."""
     addresses, queued, unfinished = address_side_invariant(
@@ -117,14 +117,14 @@ def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, row_si
     for age, (held, plan) in enumerate(plans):
         number = (writes.written + age)[:bits]
         fifo_age = (number - writes.issued)[:bits]
-        length = Mux(fifo_age < queued, fifo_lengths[fifo_age], writes.aw_lengths[number])
+        length = Mux(fifo_age < queued, fifo_lengths[fifo_age], writes.length(number))
         prop(m, f"w_plan_{age}_is_its_bursts_length",
              ~held | ((plan.axlen == length) & (plan.single == (plan.axlen == 0))))
     for age, (held, burst) in enumerate(addresses):
         number = (writes.issued + age)[:bits]
         planned_still = (number - writes.written)[:bits] < planned
         prop(m, f"address_fifo_entry_{age}_is_its_w_bursts_length",
-             ~held | planned_still | (burst.len == writes.w_lengths[number]))
+             ~held | planned_still | (burst.len == writes.length(number)))
     _w_burst_in_progress(m, registers(fragment), plans[0], writes.beat)
     return done_fifo
 

@@ -12,9 +12,10 @@ from amaranth.hdl import Array, Mux, Signal, Value
 from hdl.datapath.legalizer import IssuedBurst
 from hdl.layouts import COPY_SEQ_BITS, Completion
 from hdl.lib.axi import resp_is_error
+from hdl.lib.queue import wrap_incr
 from model.isa import GM_ADDR_BITS, ErrorCode
 
-from .props import child, counter, memory_rows, past, prop, registers
+from .props import child, counter, memory_rows, past, prop, registers, wrap_add
 
 
 def _result(failed, failed_addr, bad, addr):
@@ -91,50 +92,60 @@ def writer_completions(m, dut, fragment, checker, done_fifo):
     recorded as the issuer takes it from the splitter, the i-th B response the i-th
     burst's (one ID, so in order). `done_fifo` is the B side's queue (entries, level)."""
     writes = checker.writes
-    bits = len(writes.answered)
     issuer_fragment = child(fragment, "issuer")
-    bursts = issuer_fragment.origins[0].bursts
+    issuer = issuer_fragment.origins[0]
+    bursts = issuer.bursts
     took = bursts.valid & bursts.ready
-    taken = counter(m, "bursts_taken", took, bits)
-    recorded = Array(Signal(IssuedBurst, name=f"burst_{i}") for i in range(checker.ring))
-    with m.If(took):
-        m.d.sync += [recorded[taken].addr.eq(bursts.payload.addr),
-                     recorded[taken].last.eq(bursts.payload.last)]
+    taken = counter(m, "bursts_taken", took, len(writes.answered))
     axi = dut.axi
-    burst = recorded[writes.answered]
     go = axi.bvalid & axi.bready
+    # The bursts taken and not answered, in a ring of the issuer's queue's size, written
+    # and read round it as the issuer's queue is.
+    slots = Array(Signal(IssuedBurst, name=f"burst_{i}") for i in range(issuer._depth))
+    write_slot = Signal(range(issuer._depth), name="burst_write_slot")
+    answer_slot = Signal(range(issuer._depth), name="burst_answer_slot")
+    with m.If(took):
+        m.d.sync += [slots[write_slot].addr.eq(bursts.payload.addr),
+                     slots[write_slot].last.eq(bursts.payload.last),
+                     write_slot.eq(wrap_incr(write_slot, issuer._depth))]
+    with m.If(go):
+        m.d.sync += answer_slot.eq(wrap_incr(answer_slot, issuer._depth))
+    burst = slots[answer_slot]
     bad = resp_is_error(axi.bresp)
     record = record_commands(m, go, burst.last, bad, burst.addr)
     taken_done, behind = completions_in_order(m, dut.done, record,
                                               ending_now=axi.bvalid & burst.last)
     abort_names_failing_command(m, dut.abort, go, bad, record.answered, delay=1)
-    _issued_bursts_recorded(m, issuer_fragment, taken, writes.answered, recorded)
+    _issued_bursts_recorded(m, issuer_fragment, taken, writes.answered,
+                            (slots, write_slot, answer_slot))
     _writer_command_state(m, registers(fragment), record, done_fifo, taken_done, behind)
 
 
-def _issued_bursts_recorded(m, fragment, taken, answered, recorded):
+def _issued_bursts_recorded(m, fragment, taken, answered, ring):
     """The induction invariant of the issuer's record of unfinished bursts: the oldest
-    (burst number `answered`) in its response register, the others in its queue from
-    the slot after the oldest's, each as the harness recorded it when it was taken."""
+    (burst number `answered`) in its response register, and each in the queue's slot
+    the harness's `ring` (its slots, write and answer pointers) recorded it in as it was
+    taken, as the issuer's pointers are the harness's."""
     issuer = registers(fragment)
     depth = fragment.origins[0]._depth
     unfinished, after_ptr = issuer["unfinished"], issuer["after_ptr"]
-    bits = len(answered)
+    slots, write_slot, answer_slot = ring
     prop(m, "bursts_taken_are_answered_or_unfinished",
-         taken == (answered + unfinished)[:bits])
-    # The queue's slot for the next burst taken is the one after the youngest's.
-    prop(m, "issuer_queue_write_after_youngest",
-         issuer["taken_ptr"] == (after_ptr + unfinished + depth - 1) % depth)
-    oldest = fragment.origins[0].resp.payload
-    same = lambda held, number: ((held.addr == recorded[number].addr)
-                                 & (held.last == recorded[number].last))
+         taken == (answered + unfinished)[:len(answered)])
+    prop(m, "burst_slots_apart_by_unfinished",
+         write_slot == wrap_add(answer_slot, unfinished, depth))
+    prop(m, "issuer_queue_pointers_are_the_slots",
+         (issuer["taken_ptr"] == write_slot)
+         & (after_ptr == wrap_incr(answer_slot, depth)))
+    same = lambda held, recorded: (held.addr == recorded.addr) & (held.last == recorded.last)
     prop(m, "issuer_oldest_burst_recorded",
-         (unfinished == 0) | same(oldest, answered))
+         (unfinished == 0) | same(fragment.origins[0].resp.payload, slots[answer_slot]))
     rows = memory_rows(child(fragment, "queue"))
-    for age in range(1, depth):
-        slot = IssuedBurst(Array(rows)[(after_ptr + age - 1) % depth])
-        prop(m, f"issuer_burst_{age}_after_oldest_recorded",
-             (unfinished <= age) | same(slot, (answered + age)[:bits]))
+    for slot, row in enumerate(rows):
+        # How many bursts were taken after the one that slot holds.
+        age = Mux(slot >= answer_slot, slot - answer_slot, slot + depth - answer_slot)
+        prop(m, f"issuer_queue_slot_{slot}_recorded",
+             (age >= unfinished) | same(IssuedBurst(row), slots[slot]))
 
 
 def _writer_command_state(m, writer, record, done_fifo, taken, behind):

@@ -12,7 +12,7 @@ from amaranth.lib import data
 from hdl.datapath.legalizer import GmRow, address_entry
 
 from .axi4 import within_page, word_aligned
-from .props import child, memory_rows, prop, registers
+from .props import child, memory_rows, prop, registers, wrap_add
 from .splitter import splitter_contract
 
 
@@ -49,9 +49,12 @@ def queue_entries(m, name, fragment):
     # Entries are written at w_ptr and read at r_ptr, each stepping round the ring (of
     # any number of slots, so a pointer's register may hold values past it).
     prop(m, f"{name}_pointers_within_slots", (w_ptr < slots) & (r_ptr < slots))
-    prop(m, f"{name}_pointers_apart_by_count", w_ptr == (r_ptr + held) % slots)
+    prop(m, f"{name}_pointers_apart_by_count", w_ptr == wrap_add(r_ptr, held, slots))
+    # Each entry is the row its age gives for each read pointer value: no remainder.
     entries = [(queue["r_rdy"], queue["r_data"])]
-    entries += [(held > age, Array(rows)[(r_ptr + age) % slots]) for age in range(slots)]
+    for age in range(slots):
+        rotated = Array(rows[(read + age) % slots] for read in range(slots))
+        entries.append((held > age, rotated[r_ptr]))
     return entries, held + queue["r_rdy"]
 
 

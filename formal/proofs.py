@@ -26,9 +26,12 @@ from .rowfork import rowfork_harness
 from .runner import Mutation, Proof
 from .splitter import splitter_harness
 
-# k-induction closes at 1 with the GM sides' invariants (formal/gm_side.py); at 6 the
-# base case holds the mutations' counterexamples (4 cycles from reset).
-AXI_DEPTH = 6
+# k-induction closes at 1 with the GM sides' invariants (formal/gm_side.py) and MTE3's
+# completions' (formal/completions.py).
+AXI_DEPTH = 1
+# The mutations' BMC: the first counterexamples come 4 cycles from reset; a burst past the
+# limit as the issuer takes its (max_outstanding + 1)-th burst, one a cycle from step 1.
+AXI_MUTATION_DEPTH = 6
 SPLITTER_DEPTH = 4              # k-induction closes at 4 with the splitter's invariant
 # The pad stage's first UB word is at step 4, then one a cycle; yices takes 35 to 90 s
 # to depth 7 at W = 8 and 100 to 180 s to 6 at W = 32 (the engine's UB word), and each
@@ -59,7 +62,10 @@ ALIGNER_DEPTH_BEYOND_ROTATOR = 7
 # 20 minutes; at 64 and 128 it was not run.
 ALIGNER_WIDTHS = (8, 16)
 AXI_WIDTH = 8                   # the narrowest bus: 256-beat bursts end inside a page
-AXI_OUTSTANDING = 2             # the limit is a parameter; 2 reaches it within the depth
+AXI_OUTSTANDING = 8             # the engine's (MteDma's max_outstanding)
+# The fast subset's (tests/test_formal.py): the same proofs, where the writer's takes a
+# sixth of the time.
+FAST_AXI_OUTSTANDING = 2
 
 def _grid_too_coarse(width_bytes):
     """Splits at twice 4 KiB (or 256 beats), so bursts cross a page."""
@@ -81,6 +87,12 @@ def _one_more_outstanding(issue_rows):
     def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
         return issue_rows(m, rows, axi, prefix, width_bytes, max_outstanding + 1, id_width)
     return patched
+
+
+def _one_burst_too_many_in(side):
+    """The mutation of `side` (axi_reader or axi_writer) whose issuer's limit is one more."""
+    return Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
+                    ((side, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),))
 
 
 def _no_id_fence(issue_rows):
@@ -305,24 +317,27 @@ WHY_ENGINE_BMC = ("induction would need invariants over every pipe, queue and da
                   "empty; that each pipe's completed count trails its accepted commands by "
                   "what its queue and datapath hold)")
 
+def axi_proofs(max_outstanding):
+    """The AXI4 master groups and MTE3's completions at W = 8 and `max_outstanding`."""
+    bursts_past_limit = max(AXI_MUTATION_DEPTH, max_outstanding + 2)
+    return (
+        Proof("axi4_master_read", reader_harness(AXI_WIDTH, max_outstanding), "prove",
+              AXI_DEPTH, (AXSIZE_WRONG, _one_burst_too_many_in(axi_reader),
+                          _no_id_fence_in(axi_reader)),
+              mutation_depth=bursts_past_limit),
+        Proof("axi4_master_write", writer_harness(AXI_WIDTH, max_outstanding), "prove",
+              AXI_DEPTH, (Mutation("wlast_on_first_beat", "WLAST on each burst's first word "
+                                   "too", ((axi_writer, "Mux", _wlast_on_first),)),
+                          _one_burst_too_many_in(axi_writer), _no_id_fence_in(axi_writer)),
+              mutation_depth=bursts_past_limit),
+        Proof("mte3_completions", writer_completions_harness(AXI_WIDTH, max_outstanding),
+              "prove", AXI_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE3,),
+              mutation_depth=COMPLETIONS_PROVE_DEPTH),
+    )
+
+
 PROOFS = (
-    Proof("axi4_master_read", reader_harness(AXI_WIDTH, AXI_OUTSTANDING), "prove",
-          AXI_DEPTH,
-          (AXSIZE_WRONG,
-           Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
-                    ((axi_reader, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),)),
-           _no_id_fence_in(axi_reader),
-           )),
-    Proof("axi4_master_write", writer_harness(AXI_WIDTH, AXI_OUTSTANDING), "prove",
-          AXI_DEPTH,
-          (Mutation("wlast_on_first_beat", "WLAST on each burst's first word too",
-                    ((axi_writer, "Mux", _wlast_on_first),)),
-           Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
-                    ((axi_writer, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),)),
-           _no_id_fence_in(axi_writer),
-           )),
-    Proof("mte3_completions", writer_completions_harness(AXI_WIDTH, AXI_OUTSTANDING),
-          "prove", COMPLETIONS_PROVE_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE3,)),
+    *axi_proofs(AXI_OUTSTANDING),
     Proof("mte2_completions", mte2_completions_harness(AXI_WIDTH, AXI_OUTSTANDING),
           "prove", COMPLETIONS_PROVE_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE2,)),
     *(Proof(f"drain_addrgen_{kind.name.lower()}", drain_harness(kind, AXI_WIDTH), "prove",

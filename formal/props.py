@@ -3,7 +3,7 @@
 from contextlib import ExitStack
 from unittest import mock
 
-from amaranth.hdl import Assert, Assume, C, Fragment, Shape, Signal, Value
+from amaranth.hdl import Assert, Assume, C, Fragment, Mux, Shape, Signal, Value
 from amaranth.utils import ceil_log2
 
 
@@ -30,6 +30,13 @@ def counter(m, name, step, width):
     count = Signal(width, name=name)
     m.d.sync += count.eq(count + step)
     return count
+
+
+def wrap_add(ptr, offset, slots):
+    """(ptr + offset) modulo `slots`, for ptr < slots and offset <= slots: by a compare and
+    a subtraction, as a divider is the solver's slowest circuit."""
+    total = ptr + offset
+    return Mux(total >= slots, total - slots, total)
 
 
 def stalled(m, stream):

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from amaranth.back import rtlil
@@ -29,13 +29,16 @@ class Mutation:
 class Proof:
     """A property group: `build(mutation)` returns the harness Module (mutation None: the
     block as it is). `mode` is "prove" (k-induction to `depth`) or "bmc" (to `depth`
-    cycles), and `why_bmc` says why induction does not close where it is "bmc"."""
+    cycles), and `why_bmc` says why induction does not close where it is "bmc". With
+    `mutation_depth`, the mutations run as BMC to that depth, for counterexamples longer
+    than the depth where the induction closes."""
     group: str
     build: object
     mode: str
     depth: int
     mutations: tuple = ()
     why_bmc: str = ""
+    mutation_depth: int = 0
 
 
 @dataclass
@@ -106,6 +109,8 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal")):
     """Proves `proof` (on the block mutated by `mutation`, if given) in its own
     directory under `root`; returns a Result."""
     label = proof.group + (f"__{mutation.name}" if mutation else "")
+    if mutation and proof.mutation_depth:
+        proof = replace(proof, mode="bmc", depth=proof.mutation_depth)
     workdir = (root / label).resolve()
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
