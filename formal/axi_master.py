@@ -10,7 +10,7 @@ from hdl.datapath.axi_writer import AxiWriter, _WordPlan
 
 from .axi4 import Axi4MasterChecker
 from .completions import writer_completions
-from .gm_side import address_side_invariant, queue_entries
+from .gm_side import address_side_invariant, queue_entries, queue_slots
 from .inputs import free, free_rows, free_slave, free_stream
 from .props import add_block, child, past, prop, registers, stream_rule
 
@@ -103,7 +103,7 @@ def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, row_si
         m, fragment, checker, checker.writes_outstanding, width_bytes, max_outstanding,
         row_sid)
     entries, planned = queue_entries(m, "w_plans", child(fragment, "plans"))
-    plans = [(held, _WordPlan(entry)) for held, entry in entries]
+    head_held, head = entries[0]
     done_fifo = queue_entries(m, "b_done", child(fragment, "done_fifo"))
     writes = checker.writes
     bits = len(writes.issued)
@@ -114,18 +114,21 @@ def _writer_invariant(m, fragment, checker, width_bytes, max_outstanding, row_si
          (writes.issued + queued)[:bits] == (writes.written + planned)[:bits])
     prop(m, "w_plans_only_for_unfinished_bursts", planned <= unfinished)
     fifo_lengths = Array(burst.len for _, burst in addresses)
-    for age, (held, plan) in enumerate(plans):
+    slots = queue_slots(child(fragment, "plans"))
+    for where, (held, plan, age) in [("head", (head_held, head, 0)),
+                                     *((f"slot_{i}", slot) for i, slot in enumerate(slots))]:
         number = (writes.written + age)[:bits]
         fifo_age = (number - writes.issued)[:bits]
         length = Mux(fifo_age < queued, fifo_lengths[fifo_age], writes.length(number))
-        prop(m, f"w_plan_{age}_is_its_bursts_length",
+        plan = _WordPlan(plan)
+        prop(m, f"w_plan_{where}_is_its_bursts_length",
              ~held | ((plan.axlen == length) & (plan.single == (plan.axlen == 0))))
     for age, (held, burst) in enumerate(addresses):
         number = (writes.issued + age)[:bits]
         planned_still = (number - writes.written)[:bits] < planned
         prop(m, f"address_fifo_entry_{age}_is_its_w_bursts_length",
              ~held | planned_still | (burst.len == writes.length(number)))
-    _w_burst_in_progress(m, registers(fragment), plans[0], writes.beat)
+    _w_burst_in_progress(m, registers(fragment), (head_held, _WordPlan(head)), writes.beat)
     return done_fifo
 
 

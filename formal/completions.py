@@ -15,7 +15,8 @@ from hdl.lib.axi import resp_is_error
 from hdl.lib.queue import wrap_incr
 from model.isa import GM_ADDR_BITS, ErrorCode
 
-from .props import child, counter, memory_rows, past, prop, registers, wrap_add
+from .props import (child, counter, distance, memory_rows, past, prop, registers,
+                    wrap_add)
 
 
 def _result(failed, failed_addr, bad, addr):
@@ -142,10 +143,9 @@ def _issued_bursts_recorded(m, fragment, taken, answered, ring):
          (unfinished == 0) | same(fragment.origins[0].resp.payload, slots[answer_slot]))
     rows = memory_rows(child(fragment, "queue"))
     for slot, row in enumerate(rows):
-        # How many bursts were taken after the one that slot holds.
-        age = Mux(slot >= answer_slot, slot - answer_slot, slot + depth - answer_slot)
         prop(m, f"issuer_queue_slot_{slot}_recorded",
-             (age >= unfinished) | same(IssuedBurst(row), slots[slot]))
+             (distance(slot, answer_slot, depth) >= unfinished)
+             | same(IssuedBurst(row), slots[slot]))
 
 
 def _writer_command_state(m, writer, record, done_fifo, taken, behind):

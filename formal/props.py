@@ -39,6 +39,11 @@ def wrap_add(ptr, offset, slots):
     return Mux(total >= slots, total - slots, total)
 
 
+def distance(ptr, start, slots):
+    """How many steps round a ring of `slots` the slot `ptr` is past `start`."""
+    return Mux(ptr >= start, ptr - start, ptr + slots - start)
+
+
 def stalled(m, stream):
     """High on every cycle after one on which `stream` offered and was not taken."""
     return past(m, stream.valid & ~stream.ready, name="stalled")
