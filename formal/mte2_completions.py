@@ -1,6 +1,6 @@
 """MTE2's completion path, where its Completions are decided and released: the AXI
 reader's words pass to the aligner, each command's result is recorded as its last word
-passes (Mte2Datapath._bus_errors), and WriteCompletions offers it as the command's last
+passes (ReadResults), and WriteCompletions offers it as the command's last
 UB word is written. The aligner and the pad stage between are left out: only `written`
 comes from them, one per command, after its last word passed.
 
@@ -10,13 +10,12 @@ is the results queue's depth less one (in the engine, layouts.in_flight_depth, a
 16); here it is cut to 3, which the contract does not depend on, so the queue's entries
 stay few for the solver."""
 
-from unittest import mock
-
 from amaranth.hdl import Cat, Module
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.datapath import completions, mte2
+from hdl.datapath import completions
+from hdl.datapath.aligner import src_word_layout
 from hdl.datapath.axi_reader import read_beat_layout
 from hdl.layouts import AbortSignature, Completion
 
@@ -30,15 +29,15 @@ IN_FLIGHT = 3
 
 class Mte2CompletionPath(wiring.Component):
     """Mte2Datapath's completion path as it wires it: `beats` (the reader's words) to
-    `src` (the aligner's) with each command's result recorded, into WriteCompletions,
-    which `written` (the pad stage's last UB word of a command) releases to `done`."""
+    `src` (the aligner's) with each command's result recorded (ReadResults), into
+    WriteCompletions, which `written` (the pad stage's last UB word of a command)
+    releases to `done`."""
 
-    def __init__(self, width_bytes, max_outstanding):
+    def __init__(self, width_bytes):
         self._width = width_bytes
-        self._max_outstanding = max_outstanding
         super().__init__({
             "beats": In(stream.Signature(read_beat_layout(width_bytes))),
-            "src": Out(stream.Signature(data.StructLayout({"data": 8 * width_bytes}))),
+            "src": Out(stream.Signature(src_word_layout(width_bytes))),
             "written": In(1),
             "done": Out(stream.Signature(Completion)),
             "abort": Out(AbortSignature()),
@@ -46,29 +45,26 @@ class Mte2CompletionPath(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # Only its completion path is elaborated, into this module.
-        datapath = mte2.Mte2Datapath(self._width, self._max_outstanding)
-        datapath._MustUse__silence = True
-        results = datapath._bus_errors(m, self.beats, self.src)
+        results = m.submodules.read_results = completions.ReadResults(self._width,
+                                                                      IN_FLIGHT + 1)
         path = m.submodules.completions = completions.WriteCompletions()
-        wiring.connect(m, results, path.results)
+        wiring.connect(m, wiring.flipped(self.beats), results.beats)
+        wiring.connect(m, results.src, wiring.flipped(self.src))
+        wiring.connect(m, results.results, path.results)
+        wiring.connect(m, results.abort, wiring.flipped(self.abort))
         wiring.connect(m, path.done, wiring.flipped(self.done))
-        m.d.comb += [path.written.eq(self.written),
-                     self.abort.valid.eq(datapath.abort.valid),
-                     self.abort.copy.eq(datapath.abort.copy)]
+        m.d.comb += path.written.eq(self.written)
         return m
 
 
-def mte2_completions_harness(width_bytes, max_outstanding):
+def mte2_completions_harness(width_bytes):
     """Words of any commands, errors anywhere, any UB writes of commands whose last word
     passed: one Completion per command, in order, once its last UB word is written,
     BUS_ERROR with its first failing word's burst address if any failed; an abort
     request for each failing word naming its command."""
     def build(mutation):
         m = Module()
-        with mock.patch.object(mte2, "in_flight_depth", lambda _: IN_FLIGHT):
-            dut = add_block(m, "dut", Mte2CompletionPath(width_bytes, max_outstanding),
-                            mutation)
+        dut = add_block(m, "dut", Mte2CompletionPath(width_bytes), mutation)
         free_stream(m, "beats", dut.beats)
         free(m, dut.src.ready, dut.written)
         m.d.comb += dut.done.ready.eq(1)
@@ -95,7 +91,7 @@ def _path_invariant(m, fragment, record, go, beat, taken, unreleased):
     """The path's registers hold what the record held a cycle ago (what a word leaves
     is registered first), its results queue the Completions answered and not taken, in
     order, and WriteCompletions counts the commands written and not released."""
-    path = registers(fragment)
+    path = registers(child(fragment, "read_results"))
     prop(m, "passed_word_registered", path["passed"] == past(m, go))
     landed = Cat(beat.cmd_last, beat.error, beat.err_addr)
     prop(m, "landed_word_registered",
@@ -105,7 +101,8 @@ def _path_invariant(m, fragment, record, go, beat, taken, unreleased):
     prop(m, "path_failure_recorded",
          (path["failed"] == failed)
          & (~failed | (path["failed_addr"] == past(m, record.failed_addr))))
-    entries, level = queue_entries(m, "results", child(fragment, "results"))
+    entries, level = queue_entries(m, "results",
+                                   child(child(fragment, "read_results"), "results"))
     prop(m, "results_hold_the_commands_landed",
          level == (past(m, record.answered) - taken)[:len(taken)])
     for age, (held, entry) in enumerate(entries):

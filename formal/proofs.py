@@ -1,10 +1,10 @@
 """Every property group `make formal` proves, with the mutations each must catch."""
 
 from amaranth.hdl import C, Cat, Mux, Signal
-from amaranth.lib import stream
 
 from hdl import top
-from hdl.datapath import aligner, axi_reader, axi_writer, legalizer, mte2, pad, rowfork
+from hdl.datapath import (aligner, axi_reader, axi_writer, completions, legalizer, pad,
+                          rowfork)
 from hdl.intake import intake
 from hdl.intake.intake import word_count
 from hdl.layouts import BUS_WIDTHS, EXTENT_BITS, Completion
@@ -131,22 +131,21 @@ RESULT_OF_COMMAND_BEFORE_MTE3 = Mutation(
     "result", ((axi_writer, "pass_or_queue", _result_of_command_before(pass_or_queue)),))
 
 
-class _ResultOfCommandBefore(mte2.Mte2Datapath):
+class _ResultOfCommandBefore(completions.ReadResults):
     """MTE2's per-command results each replaced by the one before it."""
-    def _bus_errors(self, m, beats, src):
-        results = super()._bus_errors(m, beats, src)
-        shifted = stream.Signature(Completion).create(path=("shifted",))
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        queue = m.submodules["results"]
         before = Signal(Completion, name="result_before")
-        with m.If(results.valid & results.ready):
-            m.d.sync += before.eq(results.payload)
-        m.d.comb += [shifted.valid.eq(results.valid), shifted.payload.eq(before),
-                     results.ready.eq(shifted.ready)]
-        return shifted
+        with m.If(self.results.valid & self.results.ready):
+            m.d.sync += before.eq(queue.r_data)
+        m.d.comb += self.results.payload.eq(before)
+        return m
 
 
 RESULT_OF_COMMAND_BEFORE_MTE2 = Mutation(
     "result_of_command_before", "each command's Completion carries the command before's "
-    "result", ((mte2, "Mte2Datapath", _ResultOfCommandBefore),))
+    "result", ((completions, "ReadResults", _ResultOfCommandBefore),))
 
 
 def _abort_decode(abort, registered, as_it_comes):
@@ -338,7 +337,7 @@ def axi_proofs(max_outstanding):
 
 PROOFS = (
     *axi_proofs(AXI_OUTSTANDING),
-    Proof("mte2_completions", mte2_completions_harness(AXI_WIDTH, AXI_OUTSTANDING),
+    Proof("mte2_completions", mte2_completions_harness(AXI_WIDTH),
           "prove", COMPLETIONS_PROVE_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE2,)),
     *(Proof(f"drain_addrgen_{kind.name.lower()}", drain_harness(kind, AXI_WIDTH), "prove",
             DRAIN_DEPTH, DRAIN_MUTATIONS)

@@ -1,18 +1,17 @@
 """The MTE2 datapath: GM -> UB, with padding."""
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from model.isa import GM_ADDR_BITS, ErrorCode
+from model.isa import GM_ADDR_BITS
 
 from ..lib.axi import AXI4ReadSignature
-from ..lib.queue import BypassQueue
-from ..layouts import (COPY_SEQ_BITS, ROWS_PAST_BUS, AbortSignature, Completion, RowJob,
-                       UbWriteSignature, in_flight_depth)
+from ..layouts import (ROWS_PAST_BUS, AbortSignature, Completion, RowJob, UbWriteSignature,
+                       in_flight_depth)
 from .aligner import Aligner
 from .axi_reader import AxiReader
-from .completions import WriteCompletions, write_to_ub
+from .completions import ReadResults, WriteCompletions, write_to_ub
 from .legalizer import GmRow, gm_row_of
 from .pad import PadInserter, PadRow
 from .rowfork import RowFork
@@ -90,60 +89,15 @@ class Mte2Datapath(wiring.Component):
         wiring.connect(m, aligner.dst, pad.data)
         wiring.connect(m, completions.done, wiring.flipped(self.done))
 
-        results = self._bus_errors(m, reader.beats, aligner.src)
-        wiring.connect(m, results, completions.results)
+        # Commands whose last beat was read but whose last word is not yet written: at
+        # most the copies in flight, so the results queue (which takes depth - 1) always
+        # has room.
+        results = m.submodules.read_results = ReadResults(
+            w, in_flight_depth(self._max_outstanding) + 1)
+        wiring.connect(m, reader.beats, results.beats)
+        wiring.connect(m, results.src, aligner.src)
+        wiring.connect(m, results.results, completions.results)
+        wiring.connect(m, results.abort, wiring.flipped(self.abort))
 
         write_to_ub(m, self.ub, pad.ub, completions)
         return m
-
-    def _bus_errors(self, m, beats, src):
-        """Passes the read words to the aligner and records, per command, the address of
-        its first failing beat; a failing beat asks to abort its command. Returns the
-        stream of per-command results.
-
-        What is recorded of a beat is registered first: the bookkeeping and the results
-        queue sit apart from the reader, and a command's result is needed only when its
-        last word is written to UB, cycles after its last beat."""
-        # Commands whose last beat was read but whose last word is not yet written: at
-        # most the copies in flight, so the queue (which takes depth - 1) always has room.
-        queue = m.submodules.results = BypassQueue(
-            width=Completion.as_shape().size,
-            depth=in_flight_depth(self._max_outstanding) + 1)
-        beat = beats.payload
-        m.d.comb += [
-            src.payload.data.eq(beat.data),
-            src.valid.eq(beats.valid),
-            beats.ready.eq(src.ready),
-        ]
-        passed = Signal()
-        landed = Signal(data.StructLayout({"cmd_last": 1, "error": 1,
-                                           "err_addr": GM_ADDR_BITS}))
-        m.d.sync += [passed.eq(beats.valid & beats.ready),
-                     landed.cmd_last.eq(beat.cmd_last), landed.error.eq(beat.error),
-                     landed.err_addr.eq(beat.err_addr)]
-
-        failed = Signal()
-        failed_addr = Signal(GM_ADDR_BITS)
-        result = Completion(queue.w_data)
-        m.d.comb += queue.w_en.eq(passed & landed.cmd_last)
-        with m.If(failed):
-            m.d.comb += [result.error.eq(ErrorCode.BUS_ERROR), result.address.eq(failed_addr)]
-        with m.Elif(landed.error):
-            m.d.comb += [result.error.eq(ErrorCode.BUS_ERROR),
-                         result.address.eq(landed.err_addr)]
-
-        command = Signal(COPY_SEQ_BITS)          # the number of the command being read
-        m.d.sync += [self.abort.valid.eq(passed & landed.error), self.abort.copy.eq(command)]
-        with m.If(passed):
-            with m.If(landed.cmd_last):
-                m.d.sync += [failed.eq(0), command.eq(command + 1)]
-            with m.Elif(landed.error & ~failed):
-                m.d.sync += [failed.eq(1), failed_addr.eq(landed.err_addr)]
-
-        results = stream.Signature(Completion).create()
-        m.d.comb += [
-            results.payload.eq(queue.r_data),
-            results.valid.eq(queue.r_rdy),
-            queue.r_en.eq(results.ready),
-        ]
-        return results
