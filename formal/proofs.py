@@ -7,10 +7,10 @@ from hdl.datapath import (aligner, axi_reader, axi_writer, completions, legalize
                           rowfork)
 from hdl.intake import intake
 from hdl.intake.intake import word_count
-from hdl.layouts import BUS_WIDTHS, EXTENT_BITS, Completion
+from hdl.layouts import BUS_WIDTHS, EXTENT_BITS, IN_FLIGHT_DEPTH, Completion
 from hdl.lib.arith import sum_mod
-from hdl.lib.queue import pass_or_queue
-from hdl.pipe import addrgen, flags
+from hdl.lib.queue import BypassQueue, pass_or_queue
+from hdl.pipe import addrgen, flags, in_flight
 from hdl.pipe.pipe import PipeController
 from model.isa import Opcode
 
@@ -22,6 +22,7 @@ from .flags import flags_harness
 from .intake import intake_harness
 from .mte2_completions import mte2_completions_harness
 from .pad import pad_harness
+from .pipe_in_flight import in_flight_harness
 from .rowfork import rowfork_harness
 from .runner import Mutation, Proof
 from .splitter import splitter_harness
@@ -53,6 +54,11 @@ COMPLETIONS_PROVE_DEPTH = 4
 DRAIN_DEPTH = 4
 # The row fork's induction closes at 1; at 8 the base case fills its deeper queue.
 ROWFORK_DEPTH = 8
+# The pipe's in-flight limit in its harness: the engine's least (layouts.in_flight_depth).
+# Its induction closes at depth 1; the mutations run by BMC to the limit + 2, which holds
+# a copy past the limit.
+PIPE_IN_FLIGHT = IN_FLIGHT_DEPTH
+PIPE_IN_FLIGHT_DEPTH = 1
 # The aligner's "any byte" contract closes by k-induction at depth 1 with its invariant;
 # the base case holds its mutations' counterexamples at 7 + L, the rotator's stages (at
 # W = 8: steps 4 and 7).
@@ -268,8 +274,8 @@ PHANTOM_ROW = Mutation("phantom_row", "the GM sides' splitters see a row nobody 
 
 class _CompletesTwice(PipeController):
     """A pipe that counts a command that ends in it (not a copy) twice."""
-    def _status(self, m, in_flight, landed, finished, copy_end, *rest):
-        return super()._status(m, in_flight, landed, finished, finished | copy_end, *rest)
+    def _status(self, m, in_flight, finished, copy_end, *rest):
+        return super()._status(m, in_flight, finished, finished | copy_end, *rest)
 
 
 COMPLETES_TWICE = Mutation("completes_twice", "a command that ends in its pipe counts as "
@@ -278,12 +284,75 @@ COMPLETES_TWICE = Mutation("completes_twice", "a command that ends in its pipe c
 
 class _EndsUncounted(PipeController):
     """A pipe that counts no command that ends in it (not a copy)."""
-    def _status(self, m, in_flight, landed, finished, copy_end, *rest):
-        return super()._status(m, in_flight, landed, C(0, 1), copy_end, *rest)
+    def _status(self, m, in_flight, finished, copy_end, *rest):
+        return super()._status(m, in_flight, C(0, 1), copy_end, *rest)
 
 
 ENDS_UNCOUNTED = Mutation("ends_uncounted", "a command that ends in its pipe is not "
                           "counted", ((top, "PipeController", _EndsUncounted),))
+
+def _landed_read_a_cycle_late(track_in_flight):
+    """The in-flight queue's head read a cycle after its Completion lands, so a
+    Completion right after another lands with the index of the copy before."""
+    def patched(self, m, landed):
+        late = Signal(name="landed_late")
+        m.d.sync += late.eq(landed)
+        return track_in_flight(self, m, late)
+    return patched
+
+
+def _one_step_with_an_end(*parts):
+    """The completed count's steps with "the ends and a Completion" the ends alone when
+    there are any: a Completion on the cycle an end counts is lost."""
+    ends, ends_and_one = parts
+    return Cat(ends, Mux(ends != 0, ends, ends_and_one))
+
+
+def _room_for_one_more(track_in_flight):
+    """The count in flight with its compares against a limit one higher."""
+    def patched(self, m, landed):
+        self.limit += 1
+        try:
+            return track_in_flight(self, m, landed)
+        finally:
+            self.limit -= 1
+    return patched
+
+
+def _never_drained_again(track_in_flight):
+    """`drained_next` low from a copy's start on, whatever completes."""
+    def patched(self, m, landed):
+        queue = track_in_flight(self, m, landed)
+        m.d.comb += self.drained_next.eq(self.drained & ~self.start)
+        return queue
+    return patched
+
+
+def _short_of_the_limit(*, width, depth):
+    """The in-flight queue two entries short: one fewer than the limit. (One short, as
+    many as the limit, it never refuses an index either: proved as the group is.)"""
+    return BypassQueue(width=width, depth=depth - 2)
+
+
+def _tracking_mutation(name, what, patch):
+    """A mutation of InFlight's count and queue of the copies in flight by `patch`."""
+    track_in_flight = in_flight.InFlight._track_in_flight
+    return Mutation(name, what, ((in_flight.InFlight, "_track_in_flight",
+                                  patch(track_in_flight)),))
+
+
+PIPE_IN_FLIGHT_MUTATIONS = (
+    _tracking_mutation("landed_index_one_entry_late", "the in-flight queue's head is read "
+                       "a cycle after its Completion lands", _landed_read_a_cycle_late),
+    Mutation("completion_with_an_end_counted_once", "a Completion on the cycle an end "
+             "counts is not counted", ((in_flight, "Cat", _one_step_with_an_end),)),
+    _tracking_mutation("never_drained_again", "`drained` stays low once a copy has "
+                       "started", _never_drained_again),
+    _tracking_mutation("room_for_one_more", "room and the count in flight allow one copy "
+                       "past the limit", _room_for_one_more),
+    Mutation("queue_short_of_the_limit", "the in-flight queue holds one entry fewer than "
+             "the limit", ((in_flight, "BypassQueue", _short_of_the_limit),)),
+)
 
 def _rotated_one_lane_more(rotate_left):
     def patched(value, amount, unit):
@@ -343,6 +412,8 @@ PROOFS = (
             DRAIN_DEPTH, DRAIN_MUTATIONS)
       for kind in (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM)),
     Proof("row_fork_room", rowfork_harness(), "prove", ROWFORK_DEPTH, (ROOM_ONE_ROW_LATE,)),
+    Proof("pipe_in_flight", in_flight_harness(PIPE_IN_FLIGHT), "prove", PIPE_IN_FLIGHT_DEPTH,
+          PIPE_IN_FLIGHT_MUTATIONS, mutation_depth=PIPE_IN_FLIGHT + 2),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),
     *(Proof(f"pad_stage_w{width}", pad_harness(width), "bmc", depth, PAD_MUTATIONS,

@@ -27,6 +27,8 @@ def _shallow(proof, depth):
     ("drain_addrgen_copy_ubuf_to_gm", None, 8),
     # MTE2's completion path gives command i's Completion as its i-th, once.
     ("mte2_completions", None, 15),
+    # The pipe's in-flight queue, completed count and error record, at its limit of 16.
+    ("pipe_in_flight", None, 40),
     # Every row's tracked byte at its destination lane: the invariant closes the
     # induction at 1, so a base case of 1 and one induction step prove it (the group's
     # base case of 8 is there for its mutations).
@@ -60,6 +62,8 @@ def test_proved_by_induction(tmp_path, group, depth, properties):
      r"no_grant_without_a_counted_set|flag_counters_consistent"),
     ("command_intake", "command_lost_when_refused", "command_offered_with_its_last_word"),
     ("mte2_completions", "result_of_command_before", "completion_is_its_commands_in_order"),
+    ("pipe_in_flight", "landed_index_one_entry_late",
+     r"landed_index_is_its_copys|in_flight_queue_\w+"),
     ("drain_addrgen_copy_gm_to_ubuf", "abort_a_row_late",
      "rows_after_abort_at_most_bound|cut_copy_walked_row_is_its_last"),
     ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),

@@ -7,14 +7,13 @@ from amaranth.lib.wiring import In, Out
 from model.isa import PIPE_REGISTERS, PROFILES, ErrorCode, GM_ADDR_BITS, Opcode, Pipe
 
 from ..lib.kept_lut import KeptLut, truth_table
-from ..lib.queue import BypassQueue
-from ..lib.register_copy import RegisterCopy
 from ..layouts import CMD_INDEX_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completion, RowJob
 from ..intake.commands import CommandKind, PipeCommand, op_fields
 from ..intake.tokens import TokenGetSignature, TokenReleaseSignature
 from .addrgen import AddressGenerator
 from .checker import SPAN_FIELDS, CopyChecker
 from .flags import FlagSetSignature, FlagWaitSignature
+from .in_flight import COMPLETED_BITS, InFlight
 from .regfile import PipeRegisters
 
 COPY_KIND = {
@@ -22,7 +21,6 @@ COPY_KIND = {
     Pipe.MTE3: Opcode.COPY_UBUF_TO_GM,
     Pipe.V: Opcode.COPY_UBUF_TO_UBUF,
 }
-COMPLETED_BITS = 32
 
 
 class StatusSignature(wiring.Signature):
@@ -98,8 +96,8 @@ class PipeController(wiring.Component):
     cycle before and it was clear to start then, else a cycle after the result was first
     seen clear to start (`cleared`). A command's end is registered before it counts in
     `completed` or records an error, and `busy` covers that cycle. A Completion, which
-    every datapath offers from a register, counts and leaves the in-flight queue on the
-    cycle it is offered.
+    every datapath offers from a register, counts, and leaves the count of copies in
+    flight, on the cycle it is offered (InFlight).
     """
 
     def __init__(self, pipe, profile, width_bytes=32, in_flight=IN_FLIGHT_DEPTH):
@@ -130,10 +128,8 @@ class PipeController(wiring.Component):
 
         entry = self.cmd.payload.entry
         start = Signal()             # a checked copy goes to the address generator
-        landed = self._land_completions(m)
-        in_flight, drained, drained_next, room = self._track_in_flight(m, start,
-                                                         checker.result.payload.index,
-                                                         landed.valid)
+        in_flight = self._track_in_flight(m, start, checker.result.payload.index)
+        drained, drained_next, room = in_flight.drained, in_flight.drained_next, in_flight.room
         # No copy in the checker or in flight: a register, worked out from the next
         # values of the two, so the command handshake is a choice among registers.
         idle = Signal(init=1)
@@ -148,50 +144,19 @@ class PipeController(wiring.Component):
         self._fetch(m, entry.cmd, idle, checker, finished)
         copy_end, rule_error = self._start_copies(m, checker, addrgen, start, drained, room)
 
-        pending = self._status(m, in_flight, landed, finished, copy_end, rule_error,
+        pending = self._status(m, in_flight, finished, copy_end, rule_error,
                                checker.result.payload.error, checker.result.payload.index)
         m.d.comb += self.status.busy.eq(self.cmd.valid | ~idle | pending)
         return m
 
-    def _track_in_flight(self, m, start, index, landed):
-        """The copies in flight: the in-flight queue of their indices, and as registers
-        `drained` (none in flight) and `room` (another may start).
-
-        A started copy's index is written to the queue a cycle after its start, from
-        registers, so `start`, which waits on the address generator taking the copy,
-        reaches none of the queue's logic. Its Completion comes many cycles after the
-        start (its rows cross the datapath first), when the index is at the queue's head,
-        and the index leaves the queue a cycle after it (`landed`), so the Completion,
-        which may come straight from a bus response, reaches none of the queue's logic
-        either. `drained` and `room` come from a count of the copies started and not
-        completed, stepped by `start` and the Completions and compared alone. The count
-        is at most `in_flight`, and it bounds the queue's entries: a copy started
-        after a Completion, which the count allows from the next cycle, writes its index
-        a cycle after the landed index has left. The queue holds one more (a BypassQueue
-        refuses a write once depth - 1 are held), so it always has room. Returns (queue,
-        drained, the value drained takes on the next edge, room)."""
-        in_flight = m.submodules.in_flight = BypassQueue(
-            width=CMD_INDEX_BITS, depth=self.in_flight + 1)
-        arrived = self.done.valid
-        started = Signal()
-        started_index = Signal(CMD_INDEX_BITS)
-        m.d.sync += [started.eq(start), started_index.eq(index)]
-        m.d.comb += [in_flight.w_en.eq(started), in_flight.w_data.eq(started_index),
-                     in_flight.r_en.eq(landed)]
-        limit = self.in_flight
-        count = Signal(range(limit + 1))
-        drained = Signal(init=1)
-        drained_next = Signal()
-        room = Signal(init=1)
-        m.d.comb += drained_next.eq(drained)
-        with m.If(start & ~arrived):
-            m.d.sync += [count.eq(count + 1), room.eq(count != limit - 1)]
-            m.d.comb += drained_next.eq(0)
-        with m.Elif(arrived & ~start):
-            m.d.sync += [count.eq(count - 1), room.eq(1)]
-            m.d.comb += drained_next.eq(count == 1)
-        m.d.sync += drained.eq(drained_next)
-        return in_flight, drained, drained_next, room
+    def _track_in_flight(self, m, start, index):
+        """The copies in flight and what completes (InFlight): `start` a copy, its
+        command at `index`; the datapath's Completions. Returns the block."""
+        in_flight = m.submodules.in_flight = InFlight(self.in_flight)
+        wiring.connect(m, wiring.flipped(self.done), in_flight.done)
+        m.d.comb += [in_flight.start.eq(start), in_flight.start_index.eq(index),
+                     in_flight.clear.eq(self.clear)]
+        return in_flight
 
     def _start_copies(self, m, checker, addrgen, start, drained, room):
         """The checker's results, in order: a copy that passed goes to the address
@@ -306,55 +271,17 @@ class PipeController(wiring.Component):
             ]
         return ~drained & (spans.src < hi) & (lo < spans.src_end)
 
-    def _land_completions(self, m):
-        """The datapath's Completions, registered: a copy's index leaves the in-flight
-        queue, and a bus error is recorded, a cycle after its Completion is offered. A
-        Completion may come straight from a bus response, from a block placed far from
-        the pipe, so only the completed count (through a choice between two sums worked
-        out from registers) and the in-flight count wait on it in its cycle. Returns a
-        stream view of the landed Completion (valid for one cycle)."""
-        landed = stream.Signature(Completion).create(path=("landed",))
-        m.d.sync += [landed.valid.eq(self.done.valid), landed.payload.eq(self.done.payload)]
-        return landed
-
-    def _status(self, m, in_flight, landed, finished, copy_end, rule_error, rule_code,
-                rule_index):
-        """Completions from the datapath and the commands that end here: the completed
-        count and the first error. A Completion counts on the cycle it is offered and its
-        bus error is recorded a cycle later (`landed`); a command's end is registered
-        first. Returns 1 while an end or a bus error waits to be recorded."""
+    def _status(self, m, in_flight, finished, copy_end, rule_error, rule_code, rule_index):
+        """The commands that end here, to the completed count and the first error of
+        `in_flight` (InFlight), which the status shows. Returns 1 while an end or a bus
+        error waits to be recorded."""
         status = self.status
-        m.d.comb += self.done.ready.eq(1)
-        ended = Signal()
-        failed = Signal()
-        code = Signal(ErrorCode)
-        index = Signal(CMD_INDEX_BITS)
-        m.d.sync += [ended.eq(finished | copy_end),
-                     failed.eq(rule_error), code.eq(rule_code), index.eq(rule_index)]
-        # The count goes up by the ends registered here, and by one more with a
-        # Completion: two sums of the count and a 2-bit register, each one carry chain,
-        # which the Completion only picks between. The 2-bit registers are the chains'
-        # alone, kept apart from `ended` (which the pipe's busy reads far from the count,
-        # and which Yosys would merge with a bit of them), so they sit beside the chains.
-        steps = m.submodules.completed_steps = RegisterCopy(4)
-        ends_next = finished + copy_end
-        m.d.comb += steps.d.eq(Cat(ends_next, (ends_next + 1)[:2]))
-        ends, ends_and_one = steps.q[:2], steps.q[2:]
-        m.d.sync += status.completed.eq(Mux(self.done.valid, status.completed + ends_and_one,
-                                            status.completed + ends))
-
-        done = landed.payload
-        bus_error = landed.valid & (done.error != ErrorCode.NONE)
-        with m.If(self.clear):
-            m.d.sync += [status.error.eq(ErrorCode.NONE), status.error_index.eq(0),
-                         status.error_addr.eq(0)]
-        unrecorded = self.clear | (status.error == ErrorCode.NONE)
-        # A rule error is decided with no copy in flight, so after every bus error of a
-        # copy before it has landed.
-        with m.If(bus_error & unrecorded):
-            m.d.sync += [status.error.eq(done.error), status.error_index.eq(in_flight.r_data),
-                         status.error_addr.eq(done.address)]
-        with m.Elif(failed & unrecorded):
-            m.d.sync += [status.error.eq(code), status.error_index.eq(index),
-                         status.error_addr.eq(0)]
-        return ended | bus_error
+        m.d.comb += [
+            in_flight.finished.eq(finished), in_flight.copy_end.eq(copy_end),
+            in_flight.rule_error.eq(rule_error), in_flight.rule_code.eq(rule_code),
+            in_flight.rule_index.eq(rule_index),
+            status.completed.eq(in_flight.completed), status.error.eq(in_flight.error),
+            status.error_index.eq(in_flight.error_index),
+            status.error_addr.eq(in_flight.error_addr),
+        ]
+        return in_flight.pending
