@@ -9,7 +9,7 @@ Completion is the i-th copy's. It follows one copy, of a free-but-fixed number, 
 index is a free-but-fixed value (as ZipCPU's proofs follow one byte): wherever the block
 holds that copy's index, it holds the value. Its contract: the index recorded with a bus
 error is its copy's; the completed count goes up by exactly one per Completion and per
-command that ends in the pipe; `drained`, `room` and `last_room` are exactly the count
+command that ends in the pipe; `drained` and `room` are exactly the count
 in flight's compares; the queue never refuses an index."""
 
 from dataclasses import dataclass
@@ -75,7 +75,6 @@ def _tracking(m, dut, limit, started, completed, in_flight):
          (state["count"] == in_flight) & (in_flight <= limit))
     prop(m, "drained_exactly_none_in_flight", dut.drained == (in_flight == 0))
     prop(m, "room_exactly_below_the_limit", dut.room == (in_flight < limit))
-    prop(m, "last_room_exactly_one_below_the_limit", dut.last_room == (in_flight == limit - 1))
     after = (started + dut.start - completed - dut.done.valid)[:COPY_SEQ_BITS]
     prop(m, "drained_next_exactly_none_after_the_edge", dut.drained_next == (after == 0))
 
