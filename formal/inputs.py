@@ -16,6 +16,15 @@ def free(m, *values):
         m.d.comb += value.eq(AnySeq(len(value)))
 
 
+def free_ports(m, component, flow):
+    """Drives every port of `component` whose flow (as the component sees it) is `flow`
+    with a free value: `Flow.In` for a block's inputs, `Flow.Out` for a stand-in's
+    outputs."""
+    for _, member, value in component.signature.flatten(component):
+        if member.flow == flow:
+            free(m, Value.cast(value))
+
+
 def free_stream(m, name, stream):
     """`stream` (an In stream of the block) offered by a producer that keeps the rules."""
     free(m, stream.valid, Value.cast(stream.payload))

@@ -59,7 +59,7 @@ def in_flight_harness(limit):
         tracked = Tracked(number, index)
         assume(m, "tracked_copy_starts_with_its_index",
                ~dut.start | tracked.held(started, dut.start_index))
-        _tracking(m, dut, limit, started, completed, in_flight)
+        count_invariant(m, m.submodules["dut"], dut, limit, started, completed)
         landed = _landed(m, dut, completed == number)
         _queue_holds_the_indices(m, dut, started, completed, tracked, landed)
         _completed_count(m, dut, in_flight)
@@ -68,9 +68,11 @@ def in_flight_harness(limit):
     return build
 
 
-def _tracking(m, dut, limit, started, completed, in_flight):
-    """The count in flight and its compares are the harness's."""
-    state = registers(m.submodules["dut"])
+def count_invariant(m, fragment, dut, limit, started, completed):
+    """The count in flight of InFlight `dut` (elaborated as `fragment`) and its compares
+    are the harness's: the copies `started` less those `completed`."""
+    in_flight = (started - completed)[:COPY_SEQ_BITS]
+    state = registers(fragment)
     prop(m, "count_is_the_copies_in_flight",
          (state["count"] == in_flight) & (in_flight <= limit))
     prop(m, "drained_exactly_none_in_flight", dut.drained == (in_flight == 0))

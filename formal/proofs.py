@@ -6,7 +6,8 @@ from hdl import top
 from hdl.datapath import (aligner, axi_reader, axi_writer, completions, legalizer, pad,
                           rowfork)
 from hdl.intake import intake
-from hdl.intake.intake import word_count
+from hdl.intake.commands import CommandKind
+from hdl.intake.intake import ENGINE_PIPES, word_count
 from hdl.layouts import BUS_WIDTHS, EXTENT_BITS, IN_FLIGHT_DEPTH, Completion
 from hdl.lib.arith import sum_mod
 from hdl.lib.queue import BypassQueue, pass_or_queue
@@ -22,6 +23,7 @@ from .flags import flags_harness
 from .intake import intake_harness
 from .mte2_completions import mte2_completions_harness
 from .pad import pad_harness
+from .pipe_controller import pipe_controller_harness
 from .pipe_in_flight import in_flight_harness
 from .rowfork import rowfork_harness
 from .runner import Mutation, Proof
@@ -59,6 +61,12 @@ ROWFORK_DEPTH = 8
 # a copy past the limit.
 PIPE_IN_FLIGHT = IN_FLIGHT_DEPTH
 PIPE_IN_FLIGHT_DEPTH = 1
+# The pipe controller's induction closes at depth 2 (InFlight's completed count's step
+# register is the ends of the cycle before); its mutations run by BMC to twice the limit
+# + 2: a pipe starts a copy every other cycle at most, so the start past the limit is
+# offered at step 2 * limit + 1.
+PIPE_CONTROLLER_DEPTH = 2
+PIPE_CONTROLLER_MUTATION_DEPTH = 2 * PIPE_IN_FLIGHT + 2
 # The aligner's "any byte" contract closes by k-induction at depth 1 with its invariant;
 # the base case holds its mutations' counterexamples at 7 + L, the rotator's stages (at
 # W = 8: steps 4 and 7).
@@ -354,6 +362,77 @@ PIPE_IN_FLIGHT_MUTATIONS = (
              "the limit", ((in_flight, "BypassQueue", _short_of_the_limit),)),
 )
 
+class _InFlightSeen:
+    """A pipe's InFlight as the pipe reads it, with the outputs in `replaced` replaced."""
+    def __init__(self, block, **replaced):
+        self.block, self.replaced = block, replaced
+
+    def __getattr__(self, name):
+        return self.replaced[name] if name in self.replaced else getattr(self.block, name)
+
+
+def _in_flight_read_as(**replaced):
+    """The pipe's `_track_in_flight`, its InFlight's outputs in `replaced` read as given."""
+    track_in_flight = PipeController._track_in_flight
+
+    def patched(self, m, start, index):
+        return _InFlightSeen(track_in_flight(self, m, start, index), **replaced)
+    return patched
+
+
+def _started_with_the_index_at_cmd(track_in_flight):
+    """A start recorded with the index of the command at the head of `cmd`."""
+    def patched(self, m, start, index):
+        return track_in_flight(self, m, start, self.cmd.payload.entry.index)
+    return patched
+
+
+def _set_counted_twice(status):
+    """A set_flag's or rls_buf's end counted as two: given to InFlight as a copy's too."""
+    def patched(self, m, in_flight, finished, copy_end, *rest):
+        set_end = finished & (self.cmd.payload.kind == CommandKind.SET_FLAG)
+        return status(self, m, in_flight, finished, copy_end | set_end, *rest)
+    return patched
+
+
+def _nothing_pending(status):
+    """`busy` without the cycle an end or a bus error waits to be recorded."""
+    def patched(self, *args):
+        status(self, *args)
+        return C(0, 1)
+    return patched
+
+
+def _fetched_as_if_idle(fetch):
+    """Commands executed as if no copy were in the checker or in flight."""
+    def patched(self, m, cmd, idle, checker, finished):
+        return fetch(self, m, cmd, C(1, 1), checker, finished)
+    return patched
+
+
+def _pipe_mutation(name, what, attribute, patch):
+    return Mutation(name, what, ((PipeController, attribute, patch),))
+
+
+PIPE_CONTROLLER_MUTATIONS = (
+    _pipe_mutation("started_without_room", "a copy starts with the limit in flight",
+                   "_track_in_flight", _in_flight_read_as(room=C(1, 1))),
+    _pipe_mutation("copy_end_with_copies_in_flight", "a copy that broke a rule ends "
+                   "with copies in flight", "_track_in_flight",
+                   _in_flight_read_as(drained=C(1, 1))),
+    _pipe_mutation("start_index_of_the_command_at_cmd", "a start recorded with the index "
+                   "of the command at the head of `cmd`", "_track_in_flight",
+                   _started_with_the_index_at_cmd(PipeController._track_in_flight)),
+    _pipe_mutation("set_end_counted_twice", "a set_flag's end counted as two", "_status",
+                   _set_counted_twice(PipeController._status)),
+    PIPE_IN_FLIGHT_MUTATIONS[1],
+    _pipe_mutation("set_offered_with_copies_unfinished", "a set_flag offered while copies "
+                   "are in the checker or in flight", "_fetch",
+                   _fetched_as_if_idle(PipeController._fetch)),
+    _pipe_mutation("busy_low_as_an_end_is_recorded", "`busy` low on the cycle an end waits "
+                   "to be counted", "_status", _nothing_pending(PipeController._status)),
+)
+
 def _rotated_one_lane_more(rotate_left):
     def patched(value, amount, unit):
         return rotate_left(value, amount, unit).rotate_left(unit)
@@ -414,6 +493,10 @@ PROOFS = (
     Proof("row_fork_room", rowfork_harness(), "prove", ROWFORK_DEPTH, (ROOM_ONE_ROW_LATE,)),
     Proof("pipe_in_flight", in_flight_harness(PIPE_IN_FLIGHT), "prove", PIPE_IN_FLIGHT_DEPTH,
           PIPE_IN_FLIGHT_MUTATIONS, mutation_depth=PIPE_IN_FLIGHT + 2),
+    *(Proof(f"pipe_controller_{pipe.name.lower()}",
+            pipe_controller_harness(pipe, PIPE_IN_FLIGHT, AXI_WIDTH), "prove",
+            PIPE_CONTROLLER_DEPTH, PIPE_CONTROLLER_MUTATIONS,
+            mutation_depth=PIPE_CONTROLLER_MUTATION_DEPTH) for pipe in ENGINE_PIPES),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),
     *(Proof(f"pad_stage_w{width}", pad_harness(width), "bmc", depth, PAD_MUTATIONS,

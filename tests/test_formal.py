@@ -29,6 +29,8 @@ def _shallow(proof, depth):
     ("mte2_completions", None, 15),
     # The pipe's in-flight queue, completed count and error record, at its limit of 16.
     ("pipe_in_flight", None, 40),
+    # The pipe controller's side (stand-ins for its checker and address generator).
+    ("pipe_controller_mte2", None, 18),
     # Every row's tracked byte at its destination lane: the invariant closes the
     # induction at 1, so a base case of 1 and one induction step prove it (the group's
     # base case of 8 is there for its mutations).
@@ -64,6 +66,8 @@ def test_proved_by_induction(tmp_path, group, depth, properties):
     ("mte2_completions", "result_of_command_before", "completion_is_its_commands_in_order"),
     ("pipe_in_flight", "landed_index_one_entry_late",
      r"landed_index_is_its_copys|in_flight_queue_\w+"),
+    ("pipe_controller_mte2", "set_end_counted_twice",
+     "in_flight_told_of_each_end_once|completed_counts_each_command_taken_once"),
     ("drain_addrgen_copy_gm_to_ubuf", "abort_a_row_late",
      "rows_after_abort_at_most_bound|cut_copy_walked_row_is_its_last"),
     ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),

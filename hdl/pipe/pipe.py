@@ -100,7 +100,14 @@ class PipeController(wiring.Component):
     flight, on the cycle it is offered (InFlight).
     """
 
-    def __init__(self, pipe, profile, width_bytes=32, in_flight=IN_FLIGHT_DEPTH):
+    def __init__(self, pipe, profile, width_bytes=32, in_flight=IN_FLIGHT_DEPTH,
+                 checker=CopyChecker, address_generator=AddressGenerator):
+        """`checker` and `address_generator` build the pipe's copy checker, as
+        `checker(kind, profile, width_bytes)`, and its address generator, as
+        `address_generator(kind, width_bytes)`: the real blocks, unless a proof gives
+        stand-ins with their signatures."""
+        self.new_checker = checker
+        self.new_addrgen = address_generator
         self.pipe = pipe
         self.in_flight = in_flight
         self.width_bytes = width_bytes
@@ -121,8 +128,8 @@ class PipeController(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        checker = m.submodules.checker = CopyChecker(self.kind, self.profile, self.width_bytes)
-        addrgen = m.submodules.addrgen = AddressGenerator(self.kind, self.width_bytes)
+        checker = m.submodules.checker = self.new_checker(self.kind, self.profile, self.width_bytes)
+        addrgen = m.submodules.addrgen = self.new_addrgen(self.kind, self.width_bytes)
         wiring.connect(m, addrgen.rows, wiring.flipped(self.rows))
         wiring.connect(m, wiring.flipped(self.abort), addrgen.abort)
 

@@ -1,0 +1,125 @@
+"""The pipe controller's side of the engine contract (hdl/pipe/pipe.py, PipeController),
+with its copy checker and address generator replaced by stand-ins that keep only those
+blocks' guarantees (formal/pipe_stand_ins.py), and its record of copies in flight
+(InFlight) as it is. Commands (any words, of any kind, not even held until taken), flag
+and token answers, clears, abort requests and the datapath's rows' `ready` are free;
+Completions come any cycle a copy is in flight, with any result.
+
+The harness counts the commands the pipe takes from `cmd`, the copies its checker holds
+(the stand-in's count), the copies started (the address generator takes them) and not
+completed, and the commands that end in the pipe (every command but a copy, as it is
+taken; a copy whose checked result does not start it). Its contract:
+
+- InFlight is given only what `formal/pipe_in_flight.py` assumes: a start only below the
+  limit (`start_below_the_limit`), a copy's end only with none in flight
+  (`copy_ends_with_none_in_flight`), a rule error only as a copy's end, with a code
+  (`rule_error_is_a_copys_end`), the pipe's Completions as the datapath gives them (its
+  `completion_after_its_start`, assumed here of the datapath); and the index of a start
+  or a rule error is its copy's command's (the checker's result's), which that group
+  leaves free;
+- every command taken is counted in `completed` exactly once: a copy by its Completion or
+  a cycle after it ends in the pipe, any other command a cycle after it is taken; so
+  `completed` never runs ahead of the commands taken and, once none is in the checker,
+  in flight or ending, equals them; a set_flag or rls_buf is offered only once no copy
+  is in the checker or in flight, so it counts after every copy before it;
+- `busy` exactly while a command waits on `cmd` or one taken is not counted, and on the
+  cycle after a failing Completion, as its error is recorded."""
+
+from amaranth.hdl import Module, Value
+from amaranth.lib.wiring import Flow
+
+from hdl.intake.commands import CommandKind
+from hdl.layouts import COPY_SEQ_BITS
+from hdl.pipe.in_flight import COMPLETED_BITS
+from hdl.pipe.pipe import COPY_KIND, PipeController
+from model.isa import ErrorCode
+
+from .inputs import free_ports
+from .pipe_in_flight import count_invariant
+from .pipe_stand_ins import CHECKER_HOLDS, FreeAddressGenerator, FreeCopyChecker
+from .props import add_block, assume, child, counter, past, prop, registers
+
+PROFILE = "a5"
+
+
+def pipe_controller_harness(pipe, limit, width_bytes):
+    """PipeController of `pipe` at `limit` copies in flight, with stand-ins."""
+    def build(mutation):
+        m = Module()
+        kind = COPY_KIND[pipe]
+        checker = FreeCopyChecker(kind, PROFILE, width_bytes)
+        addrgen = FreeAddressGenerator(kind, width_bytes)
+        dut = add_block(m, "dut", PipeController(
+            pipe, PROFILE, width_bytes, limit, checker=lambda *_: checker,
+            address_generator=lambda *_: addrgen), mutation)
+        free_ports(m, dut, Flow.In)
+        fragment = child(m.submodules["dut"], "in_flight")
+        in_flight = fragment.origins[0]
+        start = addrgen.copy.valid & addrgen.copy.ready
+        started = counter(m, "copies_started", start, COPY_SEQ_BITS)
+        completed = counter(m, "copies_completed", dut.done.valid, COPY_SEQ_BITS)
+        copies = (started - completed)[:COPY_SEQ_BITS]
+        assume(m, "completion_after_its_start", ~dut.done.valid | (copies != 0))
+        count_invariant(m, fragment, in_flight, limit, started, completed)
+        _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit)
+        _pipe_invariant(m, checker, addrgen, copies)
+        taken = _each_command_counted_once(m, dut, checker, in_flight, (start, copies))
+        bus_error = past(m, dut.done.valid & (dut.done.payload.error != ErrorCode.NONE),
+                         "bus_error_seen")
+        prop(m, "busy_while_a_command_waits_or_is_not_counted",
+             dut.status.busy == (dut.cmd.valid | (taken != dut.status.completed)
+                                 | bus_error))
+        return m
+    return build
+
+
+def _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit):
+    """What the pipe gives its InFlight is what formal/pipe_in_flight.py assumes."""
+    prop(m, "in_flight_start_below_the_limit", ~in_flight.start | (copies < limit))
+    prop(m, "in_flight_copy_ends_with_none_in_flight", ~in_flight.copy_end | (copies == 0))
+    prop(m, "in_flight_rule_error_is_a_copys_end", ~in_flight.rule_error
+         | (in_flight.copy_end & (in_flight.rule_code != ErrorCode.NONE)))
+    prop(m, "in_flight_completions_are_the_datapaths",
+         (in_flight.done.valid == dut.done.valid)
+         & (Value.cast(in_flight.done.payload) == Value.cast(dut.done.payload)))
+    oldest = checker.indices[0]
+    prop(m, "in_flight_start_index_is_its_copys",
+         ~in_flight.start | (in_flight.start_index == oldest))
+    prop(m, "in_flight_rule_index_is_its_copys",
+         ~in_flight.rule_error | (in_flight.rule_index == oldest))
+
+
+def _pipe_invariant(m, checker, addrgen, copies):
+    """What closes the induction: the stand-in holds at most what a checker holds; the
+    pipe's `idle` register is none in the checker and none in flight; the address
+    generator is offered a copy only with the checker's passing result."""
+    prop(m, "checker_holds_at_most_its_copies", checker.held <= CHECKER_HOLDS)
+    idle = registers(m.submodules["dut"])["idle"]
+    prop(m, "idle_is_no_copy_unfinished", idle == ((checker.held == 0) & (copies == 0)))
+    prop(m, "copy_offered_only_as_it_passes",
+         ~addrgen.copy.valid | checker.offers_a_passing_result())
+
+
+def _each_command_counted_once(m, dut, checker, in_flight, copies_started):
+    """`completed` is the commands taken less those in the checker, in flight and ending
+    (InFlight is told of each end once, and counts it a cycle later); a set is offered
+    only with no copy unfinished. `copies_started`: whether a copy starts, the copies in
+    flight. Returns the count of commands taken."""
+    start, copies = copies_started
+    cmd = dut.cmd
+    took = cmd.valid & cmd.ready
+    taken = counter(m, "commands_taken", took, COMPLETED_BITS)
+    not_started = checker.result_taken() & ~start
+    ends = (took & (cmd.payload.kind != CommandKind.COPY)) + not_started
+    prop(m, "in_flight_told_of_each_end_once",
+         in_flight.finished + in_flight.copy_end == ends)
+    ending = past(m, ends, "commands_ending")
+    count = dut.status.completed
+    prop(m, "completed_counts_each_command_taken_once",
+         count == (taken - checker.held - copies - ending)[:COMPLETED_BITS])
+    prop(m, "completed_is_every_command_taken_once_none_is_unfinished",
+         ~((checker.held == 0) & (copies == 0) & (ending == 0)) | (count == taken))
+    offered = dut.flag_set.valid | dut.token_rls.valid
+    prop(m, "set_offered_only_with_no_copy_unfinished",
+         ~offered | ((checker.held == 0) & (copies == 0)))
+    return taken
