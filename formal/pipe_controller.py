@@ -32,14 +32,13 @@ from hdl.intake.commands import CommandKind
 from hdl.layouts import COPY_SEQ_BITS
 from hdl.pipe.in_flight import COMPLETED_BITS
 from hdl.pipe.pipe import COPY_KIND, PipeController
-from model.isa import ErrorCode
+from model.isa import DEFAULT_PROFILE, ErrorCode
 
 from .inputs import free_ports
 from .pipe_in_flight import count_invariant
-from .pipe_stand_ins import CHECKER_HOLDS, FreeAddressGenerator, FreeCopyChecker
+from .pipe_stand_ins import (CHECKER_HOLDS, FreeAddressGenerator, FreeCopyChecker,
+                             offers_a_passing_result, result_taken)
 from .props import add_block, assume, child, counter, past, prop, registers
-
-PROFILE = "a5"
 
 
 def pipe_controller_harness(pipe, limit, width_bytes):
@@ -47,10 +46,10 @@ def pipe_controller_harness(pipe, limit, width_bytes):
     def build(mutation):
         m = Module()
         kind = COPY_KIND[pipe]
-        checker = FreeCopyChecker(kind, PROFILE, width_bytes)
+        checker = FreeCopyChecker(kind, DEFAULT_PROFILE, width_bytes)
         addrgen = FreeAddressGenerator(kind, width_bytes)
         dut = add_block(m, "dut", PipeController(
-            pipe, PROFILE, width_bytes, limit, checker=lambda *_: checker,
+            pipe, DEFAULT_PROFILE, width_bytes, limit, checker=lambda *_: checker,
             address_generator=lambda *_: addrgen), mutation)
         free_ports(m, dut, Flow.In)
         fragment = child(m.submodules["dut"], "in_flight")
@@ -82,7 +81,7 @@ def _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit):
     prop(m, "in_flight_completions_are_the_datapaths",
          (in_flight.done.valid == dut.done.valid)
          & (Value.cast(in_flight.done.payload) == Value.cast(dut.done.payload)))
-    oldest = checker.indices[0]
+    oldest = checker.record.indices[0]
     prop(m, "in_flight_start_index_is_its_copys",
          ~in_flight.start | (in_flight.start_index == oldest))
     prop(m, "in_flight_rule_index_is_its_copys",
@@ -93,11 +92,12 @@ def _pipe_invariant(m, checker, addrgen, copies):
     """What closes the induction: the stand-in holds at most what a checker holds; the
     pipe's `idle` register is none in the checker and none in flight; the address
     generator is offered a copy only with the checker's passing result."""
-    prop(m, "checker_holds_at_most_its_copies", checker.held <= CHECKER_HOLDS)
+    held = checker.record.held
+    prop(m, "checker_holds_at_most_its_copies", held <= CHECKER_HOLDS)
     idle = registers(m.submodules["dut"])["idle"]
-    prop(m, "idle_is_no_copy_unfinished", idle == ((checker.held == 0) & (copies == 0)))
+    prop(m, "idle_is_no_copy_unfinished", idle == ((held == 0) & (copies == 0)))
     prop(m, "copy_offered_only_as_it_passes",
-         ~addrgen.copy.valid | checker.offers_a_passing_result())
+         ~addrgen.copy.valid | offers_a_passing_result(checker))
 
 
 def _each_command_counted_once(m, dut, checker, in_flight, copies_started):
@@ -106,20 +106,21 @@ def _each_command_counted_once(m, dut, checker, in_flight, copies_started):
     only with no copy unfinished. `copies_started`: whether a copy starts, the copies in
     flight. Returns the count of commands taken."""
     start, copies = copies_started
+    held = checker.record.held
     cmd = dut.cmd
     took = cmd.valid & cmd.ready
     taken = counter(m, "commands_taken", took, COMPLETED_BITS)
-    not_started = checker.result_taken() & ~start
+    not_started = result_taken(checker) & ~start
     ends = (took & (cmd.payload.kind != CommandKind.COPY)) + not_started
     prop(m, "in_flight_told_of_each_end_once",
          in_flight.finished + in_flight.copy_end == ends)
     ending = past(m, ends, "commands_ending")
     count = dut.status.completed
     prop(m, "completed_counts_each_command_taken_once",
-         count == (taken - checker.held - copies - ending)[:COMPLETED_BITS])
+         count == (taken - held - copies - ending)[:COMPLETED_BITS])
     prop(m, "completed_is_every_command_taken_once_none_is_unfinished",
-         ~((checker.held == 0) & (copies == 0) & (ending == 0)) | (count == taken))
+         ~((held == 0) & (copies == 0) & (ending == 0)) | (count == taken))
     offered = dut.flag_set.valid | dut.token_rls.valid
     prop(m, "set_offered_only_with_no_copy_unfinished",
-         ~offered | ((checker.held == 0) & (copies == 0)))
+         ~offered | ((held == 0) & (copies == 0)))
     return taken

@@ -11,13 +11,14 @@ from hdl.intake.intake import ENGINE_PIPES, word_count
 from hdl.layouts import BUS_WIDTHS, EXTENT_BITS, IN_FLIGHT_DEPTH, Completion
 from hdl.lib.arith import sum_mod
 from hdl.lib.queue import BypassQueue, pass_or_queue
-from hdl.pipe import addrgen, flags, in_flight
-from hdl.pipe.pipe import PipeController
+from hdl.pipe import addrgen, checker, flags, in_flight
+from hdl.pipe.pipe import COPY_KIND, PipeController
 from model.isa import Opcode
 
 from .addrgen import drain_harness
 from .aligner import aligner_harness
 from .axi_master import reader_harness, writer_completions_harness, writer_harness
+from .copy_checker import copy_checker_harness
 from .engine import completions_harness, idle_engine_harness
 from .flags import flags_harness
 from .intake import intake_harness
@@ -67,6 +68,9 @@ PIPE_IN_FLIGHT_DEPTH = 1
 # offered at step 2 * limit + 1.
 PIPE_CONTROLLER_DEPTH = 2
 PIPE_CONTROLLER_MUTATION_DEPTH = 2 * PIPE_IN_FLIGHT + 2
+# CopyChecker's guarantees to the pipe close by k-induction at depth 1; at 8 the base
+# case holds two copies checked one after the other (5 cycles each at most).
+CHECKER_CONTRACT_DEPTH = 8
 # The aligner's "any byte" contract closes by k-induction at depth 1 with its invariant;
 # the base case holds its mutations' counterexamples at 7 + L, the rotator's stages (at
 # W = 8: steps 4 and 7).
@@ -433,6 +437,31 @@ PIPE_CONTROLLER_MUTATIONS = (
                    "to be counted", "_status", _nothing_pending(PipeController._status)),
 )
 
+def _ready_while_evaluating(handshake):
+    """The checker's `request.ready` high on every cycle (the later assignment wins)."""
+    def patched(self, m, accept, latency):
+        load = handshake(self, m, accept, latency)
+        m.d.comb += self.request.ready.eq(1)
+        return load
+    return patched
+
+
+def _reloaded_while_waiting(handshake):
+    """The checker's result register loaded again while its result waits to be taken."""
+    def patched(self, m, accept, latency):
+        return handshake(self, m, accept, latency) | self.result.valid
+    return patched
+
+
+CHECKER_MUTATIONS = tuple(
+    Mutation(name, what, ((checker.CopyChecker, "_handshake",
+                           patch(checker.CopyChecker._handshake)),))
+    for name, what, patch in (
+        ("ready_while_evaluating", "a request is taken while a copy is evaluated",
+         _ready_while_evaluating),
+        ("result_reloaded_while_waiting", "the result register loads again while its "
+         "result waits to be taken", _reloaded_while_waiting)))
+
 def _rotated_one_lane_more(rotate_left):
     def patched(value, amount, unit):
         return rotate_left(value, amount, unit).rotate_left(unit)
@@ -497,6 +526,9 @@ PROOFS = (
             pipe_controller_harness(pipe, PIPE_IN_FLIGHT, AXI_WIDTH), "prove",
             PIPE_CONTROLLER_DEPTH, PIPE_CONTROLLER_MUTATIONS,
             mutation_depth=PIPE_CONTROLLER_MUTATION_DEPTH) for pipe in ENGINE_PIPES),
+    *(Proof(f"checker_contract_{pipe.name.lower()}",
+            copy_checker_harness(COPY_KIND[pipe], AXI_WIDTH), "prove", CHECKER_CONTRACT_DEPTH,
+            CHECKER_MUTATIONS) for pipe in ENGINE_PIPES),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),
     *(Proof(f"pad_stage_w{width}", pad_harness(width), "bmc", depth, PAD_MUTATIONS,
