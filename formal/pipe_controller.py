@@ -73,7 +73,12 @@ def pipe_controller_harness(pipe, limit, width_bytes):
 
 
 def _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit):
-    """What the pipe gives its InFlight is what formal/pipe_in_flight.py assumes."""
+    """What the pipe gives its InFlight is what formal/pipe_in_flight.py assumes, each
+    property discharging the Assume named after it there: `start_below_the_limit`,
+    `copy_ends_with_none_in_flight`, `rule_error_is_a_copys_end`; the Completions pass
+    unchanged, so `completion_after_its_start` is the datapath's, assumed here too; and
+    the index of a start or a rule error is its copy's command's, where that group's
+    `tracked_copy_starts_with_its_index` allows any."""
     prop(m, "in_flight_start_below_the_limit", ~in_flight.start | (copies < limit))
     prop(m, "in_flight_copy_ends_with_none_in_flight", ~in_flight.copy_end | (copies == 0))
     prop(m, "in_flight_rule_error_is_a_copys_end", ~in_flight.rule_error
