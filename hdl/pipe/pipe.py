@@ -26,8 +26,12 @@ COPY_KIND = {
 class StatusSignature(wiring.Signature):
     """A pipe's status (Out from the pipe).
 
-    busy:        a command of this pipe is waiting, being executed or in flight
-    completed:   commands of this pipe finished since reset (wraps)
+    busy:        a command of this pipe is waiting, being executed or in flight, or its
+                 end or bus error is being recorded
+    completed:   commands of this pipe finished since reset (wraps): a copy that runs at
+                 its Completion (copies in command order), a copy that breaks a rule or
+                 is empty once the copies before it have completed, any other command
+                 as it executes, which may be while copies before it are in flight
     error:       the first ErrorCode since the last clear (NONE if none)
     error_index: that command's position in the command stream
     error_addr:  the faulting GM address of a BUS_ERROR (0 for rule errors)
@@ -72,7 +76,8 @@ class PipeController(wiring.Component):
       register write  -> the pipe's registers (MTE2, MTE3).
       copy            -> the checker, with a snapshot of the registers. A copy that breaks a
                          rule, and an empty copy, wait until no copy of this pipe is in
-                         flight (so `completed` and the first error follow command order),
+                         flight (so it counts after the copies before it, and the first error
+                         follows command order),
                          then count as completed; the rule error is recorded. Any other copy
                          goes to the address generator, which emits its rows while the next
                          commands are fetched and checked, and its index joins the in-flight
