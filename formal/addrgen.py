@@ -1,13 +1,18 @@
-"""The address generator's part of the drain after a bus error: once an abort request
-names the copy it is walking, it hands out at most `ROWS_AFTER_ABORT` more rows of that
-copy, the last of them marked `last`; a request for a copy no longer walked changes
-nothing of the rows (the copy's last row is already made)."""
+"""The address generator's rows, copy by copy. Numbered: the rows out are the copies' in
+the order taken, each copy's ending with the one marked `last`, none while every copy
+taken has ended. The drain after a bus error: once an abort request names the copy it is
+walking, it hands out at most `ROWS_AFTER_ABORT` more rows of that copy, the last of them
+marked `last`; a request for a copy no longer walked changes nothing of the rows (the
+copy's last row is already made)."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.asserts import AnyConst
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data
 
 from hdl.layouts import COPY_SEQ_BITS, RowJob
 from hdl.pipe.addrgen import AddressGenerator
+from hdl.pipe.addrgen import _row_fields as addrgen_row_fields
+from hdl.pipe.checker import checked_copy_layout
 
 from .gm_side import output_queue_entries
 from .inputs import free, free_stream
@@ -19,20 +24,29 @@ from .props import add_block, counter, prop, registers
 ROWS_AFTER_ABORT = 3
 
 
+def _numbered_generator(m, kind, width_bytes, mutation):
+    """The address generator with its copies (held until taken), abort requests and
+    `rows.ready` free; copies numbered as the datapath numbers them, from 0: returns the
+    block, the copies taken and the copies ended (their `last` row gone), so the copy
+    taken last is taken - 1 and the rows going out are those of copy `ended`."""
+    dut = add_block(m, "dut", AddressGenerator(kind, width_bytes), mutation)
+    free_stream(m, "copy", dut.copy)
+    free(m, dut.rows.ready, dut.abort.valid, dut.abort.copy)
+    rows = dut.rows
+    taken = counter(m, "copies_taken", dut.copy.valid & dut.copy.ready, COPY_SEQ_BITS)
+    ended = counter(m, "copies_ended", rows.valid & rows.ready & rows.payload.last,
+                    COPY_SEQ_BITS)
+    return dut, taken, ended
+
+
 def drain_harness(kind, width_bytes):
     """Copies of any geometry (held until taken), any abort requests, `rows` taken at
     will: the rows of a copy from its abort request on are at most ROWS_AFTER_ABORT."""
     def build(mutation):
         m = Module()
-        dut = add_block(m, "dut", AddressGenerator(kind, width_bytes), mutation)
-        free_stream(m, "copy", dut.copy)
-        free(m, dut.rows.ready, dut.abort.valid, dut.abort.copy)
+        dut, taken, ended = _numbered_generator(m, kind, width_bytes, mutation)
         rows = dut.rows
         row_goes = rows.valid & rows.ready
-        # Copies numbered as the datapath numbers them, from 0: the copy taken last is
-        # taken - 1, and the rows going out are those of copy `ended`.
-        taken = counter(m, "copies_taken", dut.copy.valid & dut.copy.ready, COPY_SEQ_BITS)
-        ended = counter(m, "copies_ended", row_goes & rows.payload.last, COPY_SEQ_BITS)
         last_taken = (taken - 1)[:COPY_SEQ_BITS]
         cut = Signal(name="cut")                       # an abort names a copy not ended
         cut_copy = Signal(COPY_SEQ_BITS, name="cut_copy")
@@ -55,23 +69,31 @@ def drain_harness(kind, width_bytes):
     return build
 
 
+def _walk_invariant(m, walk, taken, ended):
+    """What both groups' induction needs: the address generator's copy number is the
+    harness's last copy taken, its two-entry output queue's flags agree, and the copies
+    taken and not ended are those whose last row is queued plus the one walked. Returns
+    the queue's entries, (held, RowJob view), oldest first."""
+    last_taken = (taken - 1)[:COPY_SEQ_BITS]
+    prop(m, "addrgen_number_is_last_taken", walk["number"] == last_taken)
+    queued = [(held, data.View(RowJob, entry))
+              for held, entry in output_queue_entries(m, "row_queue", walk, "row")]
+    (head_held, head), (second_held, second) = queued
+    queued_last = (head_held & head.last) + (second_held & second.last)
+    prop(m, "copies_unended_are_queued_or_walked",
+         (taken - ended)[:COPY_SEQ_BITS] == queued_last + walk["walking"])
+    return queued
+
+
 def _drain_invariant(m, walk, taken, ended, cut_state):
-    """What closes the induction: the address generator's copy number is the harness's,
-    its two-entry output queue's flags agree, the copies taken and not ended are those
-    whose last row is queued and the one walked, and while a cut copy drains, its rows
-    counted, queued and still to be walked are at most the bound, the walked row its
-    last."""
+    """What closes the drain's induction beside _walk_invariant: while a cut copy drains,
+    its rows counted, queued and still to be walked are at most the bound, the walked row
+    its last."""
     cut, cut_copy, rows_after = cut_state
     bits = COPY_SEQ_BITS
     last_taken = (taken - 1)[:bits]
-    prop(m, "addrgen_number_is_last_taken", walk["number"] == last_taken)
-    (head_held, head), (second_held, second) = [
-        (held, data.View(RowJob, entry))
-        for held, entry in output_queue_entries(m, "row_queue", walk, "row")]
+    (head_held, head), (second_held, second) = _walk_invariant(m, walk, taken, ended)
     walking = walk["walking"]
-    queued_last = (head_held & head.last) + (second_held & second.last)
-    prop(m, "copies_unended_are_queued_or_walked",
-         (taken - ended)[:bits] == queued_last + walking)
     second_copy = (ended + head.last)[:bits]
     queued_of_cut = ((head_held & (ended == cut_copy))
                      + (second_held & (second_copy == cut_copy)))
@@ -82,3 +104,79 @@ def _drain_invariant(m, walk, taken, ended, cut_state):
     prop(m, "cut_copy_rows_within_bound",
          ~cut | (rows_after + queued_of_cut + walked_is_cut <= ROWS_AFTER_ABORT))
     prop(m, "cut_copy_walked_row_is_its_last", ~(cut & walked_is_cut) | walk["ending"])
+
+# The RowJob fields a row takes from its copy as they are (addrgen._row_fields): a row
+# carrying them is its copy's.
+CARRIED = ("length", "left", "extent", "select", "pad8", "sid", "cache")
+# Copies taken and not ended (last row not yet out): one whose last row waits in the
+# output queue and one whose first row joined it, or one walked; at most 2.
+UNENDED_MAX = 2
+
+
+def rows_numbered_harness(kind, width_bytes):
+    """Copies of any payload (held until taken), any abort requests, `rows` taken at will:
+    the rows out are the copies' in the order taken, each copy's rows ending with the one
+    marked `last`: no row while every copy taken has ended, the copies ended never past
+    those taken, and each row of a free-but-fixed copy number carries that copy's fields."""
+    def build(mutation):
+        m = Module()
+        dut, taken, ended = _numbered_generator(m, kind, width_bytes, mutation)
+        rows = dut.rows
+        unended = (taken - ended)[:COPY_SEQ_BITS]
+        prop(m, "copies_ended_never_past_taken", unended <= UNENDED_MAX)
+        prop(m, "row_only_of_a_copy_taken_and_not_ended", ~rows.valid | (unended != 0))
+        followed = _followed_copy(m, dut.copy, taken)
+        prop(m, "row_of_the_followed_copy_carries_its_fields",
+             ~(rows.valid & (ended == followed.number)) | _carries(m, rows.payload,
+                                                                   followed.payload))
+        walk = registers(m.submodules["dut"])
+        queued = _walk_invariant(m, walk, taken, ended)
+        _numbered_invariant(m, kind, walk, (taken, ended), queued, followed)
+        return m
+    return build
+
+
+class _Followed:
+    """A free-but-fixed copy number and the payload of the copy last taken with it."""
+    def __init__(self, number, payload):
+        self.number = number
+        self.payload = payload
+
+
+def _followed_copy(m, copy, taken):
+    number = Signal(COPY_SEQ_BITS, name="followed_copy")
+    m.d.comb += number.eq(AnyConst(COPY_SEQ_BITS))
+    payload = Signal.like(copy.payload, name="followed_payload")
+    with m.If(copy.valid & copy.ready & (taken == number)):
+        m.d.sync += payload.eq(copy.payload)
+    return _Followed(number, payload)
+
+
+def _carries(m, row, copy):
+    """Whether RowJob `row` carries the fields `copy` (a checked copy) gives its rows."""
+    expected = Signal(RowJob, name="row_of_the_followed_copy")
+    m.d.comb += addrgen_row_fields(expected, copy, last=0, new_sid=0)
+    return Cat(*(row[name] == expected[name] for name in CARRIED)).all()
+
+
+def _numbered_invariant(m, kind, walk, counts, queued, followed):
+    """What closes the induction beside _walk_invariant: a queued row that is not its copy's
+    last has a row of its copy behind it, queued or walked; the copy walked, and each
+    queued row of the followed copy number, carry that copy's fields."""
+    taken, ended = counts
+    (head_held, head), (second_held, second) = queued
+    walking = walk["walking"]
+    prop(m, "queued_row_not_last_has_its_copy_behind",
+         (~head_held | head.last | second_held | walking)
+         & (~second_held | second.last | walking))
+    job = data.View(checked_copy_layout(kind), walk["job"])
+    job_row = Signal(RowJob, name="row_of_the_copy_walked")
+    m.d.comb += addrgen_row_fields(job_row, job, last=0, new_sid=0)
+    last_taken = (taken - 1)[:COPY_SEQ_BITS]
+    prop(m, "copy_walked_is_the_followed_copy",
+         ~(walking & (last_taken == followed.number)) | _carries(m, job_row, followed.payload))
+    second_copy = (ended + (head_held & head.last))[:COPY_SEQ_BITS]
+    prop(m, "queued_rows_of_the_followed_copy_carry_its_fields",
+         (~(head_held & (ended == followed.number)) | _carries(m, head, followed.payload))
+         & (~(second_held & (second_copy == followed.number))
+            | _carries(m, second, followed.payload)))

@@ -15,7 +15,7 @@ from hdl.pipe import addrgen, checker, flags, in_flight
 from hdl.pipe.pipe import COPY_KIND, PipeController
 from model.isa import Opcode
 
-from .addrgen import drain_harness
+from .addrgen import drain_harness, rows_numbered_harness
 from .aligner import aligner_harness
 from .axi_master import reader_harness, writer_completions_harness, writer_harness
 from .copy_checker import copy_checker_harness
@@ -55,6 +55,9 @@ COMPLETIONS_DEPTH = 10
 COMPLETIONS_PROVE_DEPTH = 4
 # The drain's induction closes at 1; at 4 the base case holds a row too many.
 DRAIN_DEPTH = 4
+# The rows' numbering's induction closes at 1; at 4 the base case holds a copy's rows
+# after its first, walked.
+ROWS_NUMBERED_DEPTH = 4
 # The row fork's induction closes at 1; at 8 the base case fills its deeper queue.
 ROWFORK_DEPTH = 8
 # The pipe's in-flight limit in its harness: the engine's least (layouts.in_flight_depth).
@@ -189,15 +192,79 @@ DRAIN_MUTATIONS = (
 )
 
 
-def _room_one_row_late(holds_at_most):
-    """The row fork's room test with one row more than the queue can take."""
-    return lambda filled, rows: holds_at_most(filled, rows + 1)
+def _last_a_row_early(walked_last, row_fields):
+    """The address generator's walked row marked `last` when the row after it is the
+    copy's last, which still follows it."""
+    next_is_last = []
+
+    def patched_walked_last(job, at_one, at_end, step):
+        next_is_last.append(walked_last(job, at_one, at_end, step))
+        return next_is_last[-1]
+
+    def patched_row_fields(self, m, row, job, walking, ending, first_ending):
+        early = Signal(name="last_a_row_early")
+        m.d.comb += early.eq(ending | next_is_last[-1])
+        return row_fields(self, m, row, job, walking, early, first_ending)
+    return ((addrgen.AddressGenerator, "_walked_last", staticmethod(patched_walked_last)),
+            (addrgen.AddressGenerator, "_row_fields", patched_row_fields))
+
+
+def _first_row_from_the_walk(row_fields):
+    """A copy's first row made from the register the walk loads, which holds the copy
+    offered a cycle before: a copy taken as it is offered gives its first row the fields
+    of the copy before."""
+    def patched(self, m, row, job, walking, ending, first_ending):
+        first_sid = row_fields(self, m, row, job, walking, ending, first_ending)
+        with m.If(~walking):
+            m.d.comb += addrgen._row_fields(row, job, last=first_ending, new_sid=first_sid)
+        return first_sid
+    return patched
+
+
+ROWS_NUMBERED_MUTATIONS = (
+    Mutation("last_a_row_early", "the row before a copy's last marked `last` too",
+             _last_a_row_early(addrgen.AddressGenerator._walked_last,
+                               addrgen.AddressGenerator._row_fields)),
+    Mutation("first_row_a_copy_late", "a copy's first row made from the walk's register, "
+             "which holds the copy offered a cycle before",
+             ((addrgen.AddressGenerator, "_row_fields",
+               _first_row_from_the_walk(addrgen.AddressGenerator._row_fields)),)),
+)
+
+
+def _room_rows_late(holds_at_most, rows_late):
+    """The row fork's room test with `rows_late` rows more than the queue can take."""
+    return lambda filled, rows: holds_at_most(filled, rows + rows_late)
 
 
 ROOM_ONE_ROW_LATE = Mutation("room_one_row_late", "the row fork takes a row into a "
                              "queue that holds its depth less one",
                              ((rowfork, "_holds_at_most",
-                               _room_one_row_late(rowfork._holds_at_most)),))
+                               _room_rows_late(rowfork._holds_at_most, 1)),))
+# A queue that holds its depth refuses a write: the row is lost on that branch.
+ROOM_TWO_ROWS_LATE = Mutation("room_two_rows_late", "the row fork takes a row into a "
+                              "full queue, which drops it",
+                              ((rowfork, "_holds_at_most",
+                                _room_rows_late(rowfork._holds_at_most, 2)),))
+
+
+def _entry_of_the_row_before(elaborate):
+    """The row fork's data branch given each row's entry in place of the row after it."""
+    def patched(self, platform):
+        m = elaborate(self, platform)
+        queue = m.submodules["data_queue"]
+        before = Signal.like(queue.w_data, name="entry_before")
+        with m.If(self.rows.valid & self.rows.ready):
+            m.d.sync += before.eq(queue.w_data)
+        m.d.comb += queue.w_data.eq(before)
+        return m
+    return patched
+
+
+ENTRY_OF_THE_ROW_BEFORE = Mutation(
+    "entry_of_the_row_before", "the row fork's data branch queues each row's entry with "
+    "the row after it", ((rowfork.RowFork, "elaborate",
+                          _entry_of_the_row_before(rowfork.RowFork.elaborate)),))
 
 
 def _wlast_on_first(condition, if_true, if_false):
@@ -519,7 +586,11 @@ PROOFS = (
     *(Proof(f"drain_addrgen_{kind.name.lower()}", drain_harness(kind, AXI_WIDTH), "prove",
             DRAIN_DEPTH, DRAIN_MUTATIONS)
       for kind in (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM)),
-    Proof("row_fork_room", rowfork_harness(), "prove", ROWFORK_DEPTH, (ROOM_ONE_ROW_LATE,)),
+    *(Proof(f"addrgen_rows_numbered_{kind.name.lower()}",
+            rows_numbered_harness(kind, AXI_WIDTH), "prove", ROWS_NUMBERED_DEPTH,
+            ROWS_NUMBERED_MUTATIONS) for kind in checker.COPY_KINDS),
+    Proof("row_fork", rowfork_harness(), "prove", ROWFORK_DEPTH,
+          (ROOM_ONE_ROW_LATE, ROOM_TWO_ROWS_LATE, ENTRY_OF_THE_ROW_BEFORE)),
     Proof("pipe_in_flight", in_flight_harness(PIPE_IN_FLIGHT), "prove", PIPE_IN_FLIGHT_DEPTH,
           PIPE_IN_FLIGHT_MUTATIONS, mutation_depth=PIPE_IN_FLIGHT + 2),
     *(Proof(f"pipe_controller_{pipe.name.lower()}",

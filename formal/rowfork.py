@@ -1,50 +1,106 @@
-"""The row fork's room: each branch's queue holds at most its depth less one rows, and a
-row taken always has room in every queue (none is lost). The drain after a bus error
-counts on the first: rows handed out before an abort wait in the GM side's queue."""
+"""The row fork: each branch's queue holds at most its depth less one rows, a row taken
+always has room in every queue (none is lost), and each branch gives the rows taken, in
+order, each once, as the fork maps them. The drain after a bus error counts on the first:
+rows handed out before an abort wait in the GM side's queue. The copies' numbering counts
+on the last: each row's `last` reaches every branch in its place."""
 
+from amaranth.asserts import AnyConst
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data
 
 from hdl.datapath.mte2 import ROW_QUEUE
 from hdl.datapath.mte3 import ALIGN_QUEUE
 from hdl.datapath.rowfork import RowFork
+from hdl.layouts import RowJob
 
-from .gm_side import queue_entries
+from .gm_side import queue_entries, queue_slots
 from .inputs import free, free_stream
-from .props import add_block, child, prop, registers
+from .props import add_block, child, counter, prop, registers
 
-# A GM side's queue and a data-side one, at the depths the datapaths give them; what a
-# branch carries is the queue's business alone, so one bit stands for the row.
+# A GM side's queue and a data-side one, at the depths the datapaths give them.
 BRANCHES = {"gm": ROW_QUEUE, "data": ALIGN_QUEUE}
-_ENTRY = data.StructLayout({"last": 1})
+# What a branch carries is its select's business; here each takes the row's `last` and
+# a few bits of a field of its own, so a row in another's place shows.
+TAG_BITS = 4
+_ENTRY = data.StructLayout({"last": 1, "tag": TAG_BITS})
+SELECTS = {"gm": lambda row: {"last": row.last, "tag": row.gm_addr[:TAG_BITS]},
+           "data": lambda row: {"last": row.last, "tag": row.ub_addr[:TAG_BITS]}}
+# Rows are numbered modulo 2^ROW_NUMBER_BITS, more than a queue holds: the n-th row a
+# branch gives is the one last taken with number n.
+ROW_NUMBER_BITS = 4
 
 
 def rowfork_harness():
     def build(mutation):
         m = Module()
-        fork = RowFork({name: (_ENTRY, depth, lambda row: {"last": row.last})
+        fork = RowFork({name: (_ENTRY, depth, SELECTS[name])
                         for name, depth in BRANCHES.items()})
         dut = add_block(m, "dut", fork, mutation)
         free_stream(m, "rows", dut.rows)
         fragment = m.submodules["dut"]
         take = dut.rows.valid & dut.rows.ready
+        taken = counter(m, "rows_taken", take, ROW_NUMBER_BITS)
+        followed = _followed_row(m, dut.rows, taken)
         fits = []
         for name, depth in BRANCHES.items():
             out = getattr(dut, name)
             free(m, out.ready)
-            level = Signal(range(depth + 1), name=f"{name}_level")
-            m.d.sync += level.eq(level + take - (out.valid & out.ready))
+            given = counter(m, f"{name}_rows_given", out.valid & out.ready, ROW_NUMBER_BITS)
+            level = (taken - given)[:ROW_NUMBER_BITS]
             queue = child(fragment, f"{name}_queue")
             prop(m, f"{name}_holds_at_most_depth_less_one", level <= depth - 1)
             prop(m, f"{name}_row_taken_has_room", ~take | registers(queue)["has_room"])
             _branch_invariant(m, name, registers(fragment)[f"{name}_filled"], queue,
                               level)
+            _branch_order(m, name, out, queue, (given, level), followed)
             fits.append(level <= depth - 2)
         # `ready` is registered from the levels and the take before this edge's reads.
         ready = registers(fragment)["ready"]
         prop(m, "ready_only_with_room_everywhere", ~ready | Cat(*fits).all())
         return m
     return build
+
+
+class _Followed:
+    """A free-but-fixed row number and value, and whether the row last taken with that
+    number had that value."""
+    def __init__(self, number, value, tracked):
+        self.number = number
+        self.value = value
+        self.tracked = tracked
+
+
+def _followed_row(m, rows, taken):
+    number = Signal(ROW_NUMBER_BITS, name="followed_row")
+    value = Signal(RowJob, name="followed_value")
+    m.d.comb += [number.eq(AnyConst(ROW_NUMBER_BITS)),
+                 value.as_value().eq(AnyConst(len(value.as_value())))]
+    tracked = Signal(name="followed_row_has_the_value")
+    with m.If(rows.valid & rows.ready & (taken == number)):
+        m.d.sync += tracked.eq(rows.payload.as_value() == value.as_value())
+    return _Followed(number, value, tracked)
+
+
+def _branch_order(m, name, out, queue, counts, followed):
+    """Following the row: the branch gives only rows taken, and its n-th is the n-th
+    taken as the fork maps it; each entry its queue holds is the row of its age."""
+    given, level = counts
+    expected = Signal(_ENTRY, name=f"{name}_entry_of_the_followed_row")
+    m.d.comb += [expected[field].eq(value)
+                 for field, value in SELECTS[name](followed.value).items()]
+
+    def is_followed(held, number, entry):
+        return ~(held & (number == followed.number) & followed.tracked) | (
+            entry == expected.as_value())
+
+    prop(m, f"{name}_gives_only_rows_taken", ~out.valid | (level != 0))
+    prop(m, f"{name}_nth_row_given_is_the_nth_taken",
+         is_followed(out.valid, given, out.payload.as_value()))
+    regs = registers(queue)
+    prop(m, f"{name}_output_holds_its_row", is_followed(regs["r_rdy"], given, regs["r_data"]))
+    for slot, (held, entry, age) in enumerate(queue_slots(queue)):
+        prop(m, f"{name}_queue_slot_{slot}_holds_its_row",
+             is_followed(held, (given + age)[:ROW_NUMBER_BITS], entry))
 
 
 def _branch_invariant(m, name, filled, queue, level):

@@ -25,6 +25,8 @@ def _shallow(proof, depth):
     ("command_intake", None, 8),
     # The address generator hands out at most 3 rows of a copy from its abort on.
     ("drain_addrgen_copy_ubuf_to_gm", None, 8),
+    # Each row taken goes out on both branches once, in order, as the fork maps it.
+    ("row_fork", None, 35),
     # MTE2's completion path gives command i's Completion as its i-th, once.
     ("mte2_completions", None, 15),
     # The pipe's in-flight queue, completed count and error record, at its limit of 16.
@@ -73,6 +75,8 @@ def test_proved_by_induction(tmp_path, group, depth, properties):
      "in_flight_told_of_each_end_once|completed_counts_each_command_taken_once"),
     ("drain_addrgen_copy_gm_to_ubuf", "abort_a_row_late",
      "rows_after_abort_at_most_bound|cut_copy_walked_row_is_its_last"),
+    ("addrgen_rows_numbered_copy_gm_to_ubuf", "last_a_row_early",
+     r"row_only_of_a_copy_taken_and_not_ended|copies_unended_are_queued_or_walked"),
     ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),
     ("aligner_any_byte_w8", "rotator_one_lane_off",
      r"aligner_rotator_0_holds_its_word|aligner_ring_entry_\d_holds_its_word"
