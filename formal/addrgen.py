@@ -5,7 +5,6 @@ walking, it hands out at most `ROWS_AFTER_ABORT` more rows of that copy, the las
 marked `last`; a request for a copy no longer walked changes nothing of the rows (the
 copy's last row is already made)."""
 
-from amaranth.asserts import AnyConst
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data
 
@@ -16,7 +15,7 @@ from hdl.pipe.checker import checked_copy_layout
 
 from .gm_side import output_queue_entries
 from .inputs import free, free_stream
-from .props import add_block, counter, prop, registers
+from .props import add_block, counter, follow, prop, registers
 
 # Rows of a copy on `rows` from the cycle its abort request comes: those in the output
 # queue or made on that cycle (two at most: a row is made only while the queue has room)
@@ -125,7 +124,7 @@ def rows_numbered_harness(kind, width_bytes):
         unended = (taken - ended)[:COPY_SEQ_BITS]
         prop(m, "copies_ended_never_past_taken", unended <= UNENDED_MAX)
         prop(m, "row_only_of_a_copy_taken_and_not_ended", ~rows.valid | (unended != 0))
-        followed = _followed_copy(m, dut.copy, taken)
+        followed = follow(m, "copy", dut.copy, taken)
         prop(m, "row_of_the_followed_copy_carries_its_fields",
              ~(rows.valid & (ended == followed.number)) | _carries(m, rows.payload,
                                                                    followed.payload))
@@ -134,22 +133,6 @@ def rows_numbered_harness(kind, width_bytes):
         _numbered_invariant(m, kind, walk, (taken, ended), queued, followed)
         return m
     return build
-
-
-class _Followed:
-    """A free-but-fixed copy number and the payload of the copy last taken with it."""
-    def __init__(self, number, payload):
-        self.number = number
-        self.payload = payload
-
-
-def _followed_copy(m, copy, taken):
-    number = Signal(COPY_SEQ_BITS, name="followed_copy")
-    m.d.comb += number.eq(AnyConst(COPY_SEQ_BITS))
-    payload = Signal.like(copy.payload, name="followed_payload")
-    with m.If(copy.valid & copy.ready & (taken == number)):
-        m.d.sync += payload.eq(copy.payload)
-    return _Followed(number, payload)
 
 
 def _carries(m, row, copy):

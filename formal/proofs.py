@@ -3,8 +3,8 @@
 from amaranth.hdl import C, Cat, Mux, Signal
 
 from hdl import top
-from hdl.datapath import (aligner, axi_reader, axi_writer, completions, legalizer, pad,
-                          rowfork)
+from hdl.datapath import (aligner, axi_reader, axi_writer, completions, legalizer,
+                          line_writer, pad, rowfork)
 from hdl.intake import intake
 from hdl.intake.commands import CommandKind
 from hdl.intake.intake import ENGINE_PIPES, word_count
@@ -22,6 +22,7 @@ from .copy_checker import copy_checker_harness
 from .engine import completions_harness, idle_engine_harness
 from .flags import flags_harness
 from .intake import intake_harness
+from .line_writer import line_writer_harness
 from .mte2_completions import mte2_completions_harness
 from .pad import pad_harness
 from .pipe_controller import pipe_controller_harness
@@ -58,6 +59,9 @@ DRAIN_DEPTH = 4
 # The rows' numbering's induction closes at 1; at 4 the base case holds a copy's rows
 # after its first, walked.
 ROWS_NUMBERED_DEPTH = 4
+# UB->UB's write side at W <= 32 (a UB line whole words), the engine's 32 among them.
+LINE_WRITER_WIDTHS = (8, 32)
+LINE_WRITER_DEPTH = 4
 # The row fork's induction closes at 1; at 8 the base case fills its deeper queue.
 ROWFORK_DEPTH = 8
 # The pipe's in-flight limit in its harness: the engine's least (layouts.in_flight_depth).
@@ -229,6 +233,29 @@ ROWS_NUMBERED_MUTATIONS = (
              "which holds the copy offered a cycle before",
              ((addrgen.AddressGenerator, "_row_fields",
                _first_row_from_the_walk(addrgen.AddressGenerator._row_fields)),)),
+)
+
+
+def _completion_a_cycle_late(elaborate):
+    """WriteCompletions offering each Completion on the cycle after its command's last
+    word is written."""
+    def patched(self, platform):
+        m = elaborate(self, platform)
+        late = Signal(name="written_late")
+        m.d.sync += late.eq(self.written)
+        m.d.comb += self.done.valid.eq(late & self.results.valid)
+        return m
+    return patched
+
+
+LINE_WRITER_MUTATIONS = (
+    # The writer's one Mux picks the row's cmd_last: the walked row's or the one taken.
+    Mutation("cmd_last_of_the_row_before", "a row taken with its first word marked with "
+             "the cmd_last of the row before", ((line_writer, "Mux", lambda c, a, b: a),)),
+    Mutation("completion_a_cycle_late", "a Completion offered the cycle after its "
+             "command's last word is written",
+             ((completions.WriteCompletions, "elaborate",
+               _completion_a_cycle_late(completions.WriteCompletions.elaborate)),)),
 )
 
 
@@ -589,6 +616,8 @@ PROOFS = (
     *(Proof(f"addrgen_rows_numbered_{kind.name.lower()}",
             rows_numbered_harness(kind, AXI_WIDTH), "prove", ROWS_NUMBERED_DEPTH,
             ROWS_NUMBERED_MUTATIONS) for kind in checker.COPY_KINDS),
+    *(Proof(f"line_writer_w{width}", line_writer_harness(width), "prove", LINE_WRITER_DEPTH,
+            LINE_WRITER_MUTATIONS) for width in LINE_WRITER_WIDTHS),
     Proof("row_fork", rowfork_harness(), "prove", ROWFORK_DEPTH,
           (ROOM_ONE_ROW_LATE, ROOM_TWO_ROWS_LATE, ENTRY_OF_THE_ROW_BEFORE)),
     Proof("pipe_in_flight", in_flight_harness(PIPE_IN_FLIGHT), "prove", PIPE_IN_FLIGHT_DEPTH,

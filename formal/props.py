@@ -1,8 +1,10 @@
 """Helpers every harness uses: named properties, past values, stream rules."""
 
 from contextlib import ExitStack
+from dataclasses import dataclass
 from unittest import mock
 
+from amaranth.asserts import AnyConst
 from amaranth.hdl import Assert, Assume, C, Fragment, Mux, Shape, Signal, Value
 from amaranth.utils import ceil_log2
 
@@ -30,6 +32,25 @@ def counter(m, name, step, width):
     count = Signal(width, name=name)
     m.d.sync += count.eq(count + step)
     return count
+
+
+@dataclass(frozen=True)
+class Followed:
+    """A free-but-fixed item number and the payload of the item last taken with it."""
+    number: Value
+    payload: Value
+
+
+def follow(m, name, stream, taken):
+    """Follows a free-but-fixed number among the items `stream` takes, numbered by
+    `taken` (the items taken before, modulo 2^len(taken)): as ZipCPU's any-byte proofs
+    do, a property of that one item stands for every item."""
+    number = Signal(len(taken), name=f"followed_{name}")
+    m.d.comb += number.eq(AnyConst(len(taken)))
+    payload = Signal.like(stream.payload, name=f"followed_{name}_payload")
+    with m.If(stream.valid & stream.ready & (taken == number)):
+        m.d.sync += payload.eq(stream.payload)
+    return Followed(number, payload)
 
 
 def wrap_add(ptr, offset, slots):
