@@ -93,15 +93,27 @@ def writer_completions(m, dut, fragment, checker, done_fifo):
     recorded as the issuer takes it from the splitter, the i-th B response the i-th
     burst's (one ID, so in order). `done_fifo` is the B side's queue (entries, level)."""
     writes = checker.writes
-    issuer_fragment = child(fragment, "issuer")
+    axi = dut.axi
+    go = axi.bvalid & axi.bready
+    burst = issued_bursts(m, child(fragment, "issuer"), go, writes.answered)
+    bad = resp_is_error(axi.bresp)
+    record = record_commands(m, go, burst.last, bad, burst.addr)
+    taken_done, behind = completions_in_order(m, dut.done, record,
+                                              ending_now=axi.bvalid & burst.last)
+    abort_names_failing_command(m, dut.abort, go, bad, record.answered, delay=1)
+    _writer_command_state(m, registers(fragment), record, done_fifo, taken_done, behind)
+
+
+def issued_bursts(m, issuer_fragment, answer, answered):
+    """The bursts the issuer (`issuer_fragment`) takes from the splitter, each recorded
+    (its address and `last`) as it is taken, in a ring of the issuer's queue's size
+    written and read round as that queue is; `answer`: the bus answers the oldest (its
+    last R beat or its B response), `answered` the bursts so answered. Asserts the
+    issuer's record is the ring's and returns the oldest burst not answered."""
     issuer = issuer_fragment.origins[0]
     bursts = issuer.bursts
     took = bursts.valid & bursts.ready
-    taken = counter(m, "bursts_taken", took, len(writes.answered))
-    axi = dut.axi
-    go = axi.bvalid & axi.bready
-    # The bursts taken and not answered, in a ring of the issuer's queue's size, written
-    # and read round it as the issuer's queue is.
+    taken = counter(m, "bursts_taken", took, len(answered))
     slots = Array(Signal(IssuedBurst, name=f"burst_{i}") for i in range(issuer._depth))
     write_slot = Signal(range(issuer._depth), name="burst_write_slot")
     answer_slot = Signal(range(issuer._depth), name="burst_answer_slot")
@@ -109,17 +121,11 @@ def writer_completions(m, dut, fragment, checker, done_fifo):
         m.d.sync += [slots[write_slot].addr.eq(bursts.payload.addr),
                      slots[write_slot].last.eq(bursts.payload.last),
                      write_slot.eq(wrap_incr(write_slot, issuer._depth))]
-    with m.If(go):
+    with m.If(answer):
         m.d.sync += answer_slot.eq(wrap_incr(answer_slot, issuer._depth))
-    burst = slots[answer_slot]
-    bad = resp_is_error(axi.bresp)
-    record = record_commands(m, go, burst.last, bad, burst.addr)
-    taken_done, behind = completions_in_order(m, dut.done, record,
-                                              ending_now=axi.bvalid & burst.last)
-    abort_names_failing_command(m, dut.abort, go, bad, record.answered, delay=1)
-    _issued_bursts_recorded(m, issuer_fragment, taken, writes.answered,
+    _issued_bursts_recorded(m, issuer_fragment, taken, answered,
                             (slots, write_slot, answer_slot))
-    _writer_command_state(m, registers(fragment), record, done_fifo, taken_done, behind)
+    return slots[answer_slot]
 
 
 def _issued_bursts_recorded(m, fragment, taken, answered, ring):

@@ -27,6 +27,7 @@ from .mte2_completions import mte2_completions_harness
 from .pad import pad_harness
 from .pipe_controller import pipe_controller_harness
 from .pipe_in_flight import in_flight_harness
+from .read_commands import reader_commands_harness
 from .rowfork import rowfork_harness
 from .runner import Mutation, Proof
 from .splitter import splitter_harness
@@ -234,6 +235,21 @@ ROWS_NUMBERED_MUTATIONS = (
              ((addrgen.AddressGenerator, "_row_fields",
                _first_row_from_the_walk(addrgen.AddressGenerator._row_fields)),)),
 )
+
+
+def _cmd_last_on_every_row(elaborate):
+    """The AXI reader marking the last word of every row as its command's."""
+    def patched(self, platform):
+        m = elaborate(self, platform)
+        m.d.comb += self.beats.payload.cmd_last.eq(self.beats.payload.row_last)
+        return m
+    return patched
+
+
+CMD_LAST_ON_EVERY_ROW = Mutation(
+    "cmd_last_on_every_row", "the AXI reader marks every row's last word cmd_last",
+    ((axi_reader.AxiReader, "elaborate",
+      _cmd_last_on_every_row(axi_reader.AxiReader.elaborate)),))
 
 
 def _completion_a_cycle_late(elaborate):
@@ -608,6 +624,8 @@ def axi_proofs(max_outstanding):
 
 PROOFS = (
     *axi_proofs(AXI_OUTSTANDING),
+    Proof("mte2_read_commands", reader_commands_harness(AXI_WIDTH, AXI_OUTSTANDING), "prove",
+          AXI_DEPTH, (CMD_LAST_ON_EVERY_ROW,), mutation_depth=AXI_MUTATION_DEPTH),
     Proof("mte2_completions", mte2_completions_harness(AXI_WIDTH),
           "prove", COMPLETIONS_PROVE_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE2,)),
     *(Proof(f"drain_addrgen_{kind.name.lower()}", drain_harness(kind, AXI_WIDTH), "prove",
