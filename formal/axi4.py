@@ -2,7 +2,8 @@
 signatures.
 
 What a master must do is asserted; what the slave may do is assumed, and nothing else is:
-  - AR, AW, W: VALID is held until READY, with the payload stable (`stream_rule`);
+  - AR, AW, W: VALID is held until READY, with the payload stable (`stream_rule`; W's
+    data and strobes on a free-but-fixed byte lane, so on every lane);
   - every burst is INCR, AxSIZE = log2(W), and stays in one 4 KiB page (AxLEN <= 255 is
     the field's width);
   - write bursts: the i-th W burst has exactly AWLEN + 1 beats of the i-th AW and WLAST on
@@ -18,20 +19,24 @@ What a master must do is asserted; what the slave may do is assumed, and nothing
 
 from dataclasses import dataclass
 
+from amaranth.asserts import AnyConst
 from amaranth.hdl import Array, Cat, Mux, ResetSignal, Signal, Value, signed
 from amaranth.utils import ceil_log2
 
-from .props import assume, counter, past, prop, stream_rule
+from .props import assume, counter, on_lane, past, prop, stream_rule
 
 PAGE_BYTES = 4096
 
 
 class _Channel:
-    """A channel of an AXI port seen as a stream: valid, ready and the payload members."""
-    def __init__(self, axi, prefix, members):
+    """A channel of an AXI port seen as a stream: valid, ready and the payload members,
+    with WDATA and WSTRB cut to byte lane `lane` if given (props.on_lane)."""
+    def __init__(self, axi, prefix, members, lane=None):
         self.valid = getattr(axi, f"{prefix}valid")
         self.ready = getattr(axi, f"{prefix}ready")
-        self.payload = Cat(*(getattr(axi, f"{prefix}{name}") for name in members))
+        member = lambda name: getattr(axi, f"{prefix}{name}")
+        self.payload = Cat(*(member(name) if lane is None else on_lane(name, member(name), lane)
+                             for name in members))
 
 
 _ADDRESS = ("id", "addr", "len", "size", "burst", "lock", "cache", "prot", "qos")
@@ -71,6 +76,9 @@ class Axi4MasterChecker:
 
     def add(self, m, axi):
         members = axi.signature.members
+        # W held until taken is checked on a free-but-fixed byte lane, so on every lane.
+        self.lane = Signal(range(self.width_bytes), name="checked_lane")
+        m.d.comb += self.lane.eq(AnyConst(self.lane.shape()))
         after_reset = past(m, ResetSignal(), name="after_reset")
         if "arvalid" in members:
             self._address(m, axi, "ar", after_reset)
@@ -138,7 +146,7 @@ class Axi4MasterChecker:
         with m.If(w_go & axi.wlast & ~aw_leads):
             m.d.sync += record.length(written).eq(beat)
         self.writes = record            # for a harness's induction invariant
-        stream_rule(m, prop, "w", _Channel(axi, "w", ("data", "strb", "last")))
+        stream_rule(m, prop, "w", _Channel(axi, "w", ("data", "strb", "last"), self.lane))
         stream_rule(m, assume, "b", _Channel(axi, "b", ("id", "resp")))
 
         prop(m, "w_bursts_ahead_of_aw_bounded", lead >= -self.ring)

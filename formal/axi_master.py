@@ -12,12 +12,14 @@ from .axi4 import Axi4MasterChecker
 from .completions import writer_completions
 from .gm_side import address_side_invariant, queue_entries, queue_slots
 from .inputs import free, free_rows, free_slave, free_stream
-from .props import add_block, child, past, prop, registers, stream_rule
+from .props import (add_block, child, past, payload_on_lane, prop, registers,
+                    stream_rule)
 
 
 def _gm_side(m, block, mutation, out_name, ready_name, ready_rule):
     """A GM side (`block`, AxiReader or AxiWriter) with rows and a slave free, its output
-    stream `out_name` taken at will and held until taken, and the AXI4 master checker;
+    stream `out_name` taken at will and held until taken (its data on the checker's
+    free-but-fixed lane, so on every lane), and the AXI4 master checker;
     property `ready_rule`: its response channel's ready (`ready_name`) is low only while
     that stream stalls. Returns the block, the checker and the sid of the last row."""
     dut = add_block(m, "dut", block, mutation)
@@ -29,7 +31,7 @@ def _gm_side(m, block, mutation, out_name, ready_name, ready_rule):
     checker.add(m, dut.axi)
     consumer_stalled = past(m, out.valid & ~out.ready)
     prop(m, ready_rule, getattr(dut.axi, ready_name) | consumer_stalled)
-    stream_rule(m, prop, out_name, out)
+    stream_rule(m, prop, out_name, out, payload_on_lane(out.payload, checker.lane))
     return dut, checker, row_sid
 
 
@@ -86,7 +88,7 @@ def _writer_with_invariant(m, mutation, width_bytes, max_outstanding):
     dut, checker, row_sid = _gm_side(
         m, AxiWriter(width_bytes, max_outstanding), mutation, "done", "bready",
         "bready_low_only_when_done_stalls")
-    free_stream(m, "beats", dut.beats)
+    free_stream(m, "beats", dut.beats, payload_on_lane(dut.beats.payload, checker.lane))
     fragment = m.submodules["dut"]
     done_fifo = _writer_invariant(m, fragment, checker, width_bytes, max_outstanding,
                                   row_sid)

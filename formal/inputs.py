@@ -25,10 +25,11 @@ def free_ports(m, component, flow):
             free(m, Value.cast(value))
 
 
-def free_stream(m, name, stream):
-    """`stream` (an In stream of the block) offered by a producer that keeps the rules."""
+def free_stream(m, name, stream, payload=None):
+    """`stream` (an In stream of the block) offered by a producer that keeps the rules,
+    on its payload or the part of it given as `payload`."""
     free(m, stream.valid, Value.cast(stream.payload))
-    stream_rule(m, assume, name, stream)
+    stream_rule(m, assume, name, stream, payload)
 
 
 def free_rows(m, rows, width_bytes):

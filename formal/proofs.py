@@ -89,6 +89,8 @@ ALIGNER_DEPTH_BEYOND_ROTATOR = 7
 ALIGNER_WIDTHS = (8, 16)
 AXI_WIDTH = 8                   # the narrowest bus: 256-beat bursts end inside a page
 AXI_OUTSTANDING = 8             # the engine's (MteDma's max_outstanding)
+# The AXI groups are proved at every W; their mutations run at the narrowest and widest.
+AXI_MUTATION_WIDTHS = (BUS_WIDTHS[0], BUS_WIDTHS[-1])
 # The fast subset's (tests/test_formal.py): the same proofs, where the writer's takes a
 # sixth of the time.
 FAST_AXI_OUTSTANDING = 2
@@ -98,12 +100,18 @@ def _grid_too_coarse(width_bytes):
     return 2 * max(4096, 256 * width_bytes)
 
 
-def _size_one_too_big(width_bytes):
-    return width_bytes.bit_length()
+def _size_one_too_small(connect_address):
+    """The address channel's AxSIZE one less than the issuer's log2(W), all else as it
+    is: log2(W) + 1 would not fit AxSIZE's 3 bits at W = 128."""
+    def patched(m, channel, axi, prefix):
+        connect_address(m, channel, axi, prefix)
+        m.d.comb += getattr(axi, f"{prefix}size").eq(channel.size - 1)
+    return patched
 
 
-AXSIZE_WRONG = Mutation("axsize_off_by_one", "the issuer's AxSIZE is log2(W) + 1",
-                        ((legalizer, "check_width", _size_one_too_big),))
+AXSIZE_WRONG = Mutation("axsize_off_by_one", "the issuer's AxSIZE is log2(W) - 1",
+                        ((legalizer, "connect_address",
+                          _size_one_too_small(legalizer.connect_address)),))
 
 CROSS_4K = Mutation("burst_crosses_4k", "the splitter cuts rows at 8 KiB, not 4 KiB",
                     ((legalizer, "split_grid", _grid_too_coarse),))
@@ -603,27 +611,29 @@ WHY_ENGINE_BMC = ("induction would need invariants over every pipe, queue and da
                   "empty; that each pipe's completed count trails its accepted commands by "
                   "what its queue and datapath hold)")
 
-def axi_proofs(max_outstanding):
-    """The AXI4 master groups and MTE3's completions at W = 8 and `max_outstanding`."""
+def axi_proofs(width_bytes, max_outstanding, mutated=True):
+    """The AXI4 master groups and MTE3's completions at W = `width_bytes` and
+    `max_outstanding`, with their mutations if `mutated`."""
     bursts_past_limit = max(AXI_MUTATION_DEPTH, max_outstanding + 2)
-    return (
-        Proof("axi4_master_read", reader_harness(AXI_WIDTH, max_outstanding), "prove",
-              AXI_DEPTH, (AXSIZE_WRONG, _one_burst_too_many_in(axi_reader),
-                          _no_id_fence_in(axi_reader)),
-              mutation_depth=bursts_past_limit),
-        Proof("axi4_master_write", writer_harness(AXI_WIDTH, max_outstanding), "prove",
-              AXI_DEPTH, (Mutation("wlast_on_first_beat", "WLAST on each burst's first word "
-                                   "too", ((axi_writer, "Mux", _wlast_on_first),)),
-                          _one_burst_too_many_in(axi_writer), _no_id_fence_in(axi_writer)),
-              mutation_depth=bursts_past_limit),
-        Proof("mte3_completions", writer_completions_harness(AXI_WIDTH, max_outstanding),
-              "prove", AXI_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE3,),
-              mutation_depth=COMPLETIONS_PROVE_DEPTH),
+    wlast_on_first = Mutation("wlast_on_first_beat", "WLAST on each burst's first word too",
+                              ((axi_writer, "Mux", _wlast_on_first),))
+    groups = (
+        ("axi4_master_read", reader_harness, bursts_past_limit,
+         (AXSIZE_WRONG, _one_burst_too_many_in(axi_reader), _no_id_fence_in(axi_reader))),
+        ("axi4_master_write", writer_harness, bursts_past_limit,
+         (wlast_on_first, _one_burst_too_many_in(axi_writer), _no_id_fence_in(axi_writer))),
+        ("mte3_completions", writer_completions_harness, COMPLETIONS_PROVE_DEPTH,
+         (RESULT_OF_COMMAND_BEFORE_MTE3,)),
     )
+    return tuple(Proof(f"{group}_w{width_bytes}", harness(width_bytes, max_outstanding),
+                       "prove", AXI_DEPTH, mutations if mutated else (),
+                       mutation_depth=mutation_depth)
+                 for group, harness, mutation_depth, mutations in groups)
 
 
 PROOFS = (
-    *axi_proofs(AXI_OUTSTANDING),
+    *(proof for width in BUS_WIDTHS
+      for proof in axi_proofs(width, AXI_OUTSTANDING, width in AXI_MUTATION_WIDTHS)),
     Proof("mte2_read_commands", reader_commands_harness(AXI_WIDTH, AXI_OUTSTANDING), "prove",
           AXI_DEPTH, (CMD_LAST_ON_EVERY_ROW,), mutation_depth=AXI_MUTATION_DEPTH),
     Proof("mte2_completions", mte2_completions_harness(AXI_WIDTH),

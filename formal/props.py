@@ -5,7 +5,8 @@ from dataclasses import dataclass
 from unittest import mock
 
 from amaranth.asserts import AnyConst
-from amaranth.hdl import Assert, Assume, C, Fragment, Mux, Shape, Signal, Value
+from amaranth.hdl import Assert, Assume, C, Cat, Fragment, Mux, Shape, Signal, Value
+from amaranth.lib import data
 from amaranth.utils import ceil_log2
 
 
@@ -70,15 +71,32 @@ def stalled(m, stream):
     return past(m, stream.valid & ~stream.ready, name="stalled")
 
 
-def stream_rule(m, check, name, stream):
+def stream_rule(m, check, name, stream, payload=None):
     """The stream rules for one side of `stream`: once valid, valid stays high with the
-    payload unchanged until ready. `check` is `prop` for a stream the block drives and
-    `assume` for one its neighbour drives."""
+    payload (or the part of it given as `payload`) unchanged until ready. `check` is
+    `prop` for a stream the block drives and `assume` for one its neighbour drives."""
     was_waiting = stalled(m, stream)
-    payload = Value.cast(stream.payload)
+    payload = Value.cast(stream.payload if payload is None else payload)
     before = past(m, payload, name=f"{name}_payload_before")
     check(m, f"{name}_valid_held_until_ready", ~was_waiting | stream.valid)
     check(m, f"{name}_payload_stable_until_ready", ~was_waiting | (payload == before))
+
+
+def on_lane(name, member, lane):
+    """Member `name` of a bus word with its `data` (bytes) and `strb` (a bit a byte) cut to
+    byte lane `lane`, others whole. A property of a free-but-fixed lane (AnyConst) holds
+    on every lane; the solver works it out for one lane's bits, not the bus's 1024."""
+    if name == "data":
+        return member.word_select(lane, 8)
+    if name == "strb":
+        return member.bit_select(lane, 1)
+    return member
+
+
+def payload_on_lane(payload, lane):
+    """A stream's payload (a View) with its members cut to byte lane `lane` (on_lane)."""
+    return Cat(*(on_lane(name, payload[name], lane)
+                 for name, _ in data.Layout.cast(payload.shape())))
 
 
 def add_block(m, name, block, mutation=None):
