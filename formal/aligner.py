@@ -1,7 +1,9 @@
-"""The aligner's "any byte" contract, on every row: for a free-but-fixed row offset p and
-byte value v, if every source word's byte at row offset p is v, every destination byte
-at row offset p is v, with its strobe set; each output word's strobes mark exactly the
-row's bytes and `last` its final word; no destination word outside a row.
+"""The aligner's "any byte" contract, on every row: for a free-but-fixed destination
+position (word and lane) and byte value v, if the row offset p that lands there is one
+of the row's bytes and every source word's byte at row offset p is v, the destination
+byte at p is v; each output word's strobes mark exactly the row's bytes and `last` its
+final word; no destination word outside a row. Every position of every row is some
+destination position, so the contract holds for every byte.
 
 Rows are free (any offsets, any length the block takes), one in the aligner at a time:
 a row is offered once the row before has left whole (its last destination word taken).
@@ -33,8 +35,8 @@ class Record:
     row: Value              # that row (align_row_layout)
     src_taken: Value        # its source words taken
     dst_taken: Value        # its destination words taken
-    tracked: Value          # the tracked row offset p is one of the row's bytes
-    src_at: tuple           # (word, lane) of p in the row's source words
+    tracked: Value          # the tracked position is one of the row's bytes
+    src_at: tuple           # (word, lane) of its row offset p in the row's source words
     dst_at: tuple           # (word, lane) of p in the row's destination words
     value: Value            # the tracked byte v
 
@@ -72,22 +74,28 @@ def _words(first_off, length, width_bytes):
 
 def _record(m, dut, width_bytes):
     """Takes rows one at a time and feeds each its source words, every one's byte at the
-    tracked row offset v; returns the record and the row's facts."""
+    tracked row offset v; returns the record and the row's facts. The tracked position
+    is a free-but-fixed destination word and lane, and each row's tracked row offset p
+    the one that lands there: so every check past the rotator reads one fixed lane, not
+    a lane worked out from the row's offsets (at W = 16 the induction step takes 174 s,
+    not 278 s as with a fixed p)."""
     free_stream(m, "rows", dut.rows)
     free_stream(m, "src", dut.src)
     busy = Signal(name="row_busy")
     row = Signal.like(dut.rows.payload, name="row")
     src_taken = Signal(COUNT_BITS, name="src_taken")
     dst_taken = Signal(COUNT_BITS, name="dst_taken")
-    spot = Signal(LEN_BITS, name="tracked_offset")
+    position = Signal(COUNT_BITS, name="tracked_position")
     value = Signal(8, name="tracked_value")
-    m.d.comb += [spot.eq(AnyConst(LEN_BITS)), value.eq(AnyConst(8))]
+    m.d.comb += [position.eq(AnyConst(COUNT_BITS)), value.eq(AnyConst(8))]
     shift = width_bytes.bit_length() - 1
-    # The tracked byte's word and lane, so a register's lane is picked, not each lane's
-    # position worked out.
-    at = [(start + spot)[:COUNT_BITS] for start in (row.src_off, row.dst_off)]
-    record = Record(busy, row, src_taken, dst_taken, spot < row.length,
-                    *((position[shift:], position[:shift]) for position in at), value)
+    # The tracked byte's row offset, and its source word and lane.
+    spot = (position - row.dst_off)[:COUNT_BITS]
+    src_at = (row.src_off + spot)[:COUNT_BITS]
+    record = Record(busy, row, src_taken, dst_taken,
+                    (position >= row.dst_off) & (spot < row.length),
+                    (src_at[shift:], src_at[:shift]), (position[shift:], position[:shift]),
+                    value)
     offered = dut.rows.payload
     assume(m, "row_not_empty", ~dut.rows.valid | (offered.length != 0))
     assume(m, "one_row_at_a_time", ~dut.rows.valid | ~busy)
@@ -104,7 +112,7 @@ def _record(m, dut, width_bytes):
         m.d.sync += [busy.eq(1), row.eq(offered), src_taken.eq(0), dst_taken.eq(0)]
     word, lane = record.src_at
     assume(m, "src_tracked_byte_is_v",
-           ~(dut.src.valid & (src_taken == word))
+           ~(dut.src.valid & (src_taken == word) & record.tracked)
            | _holds_at(dut.src.payload.data, lane, value, width_bytes))
     return record, facts
 
@@ -357,13 +365,17 @@ def _holds_at(entry, lane_now, value, width_bytes):
     return test
 
 
-def _carries(entry, word, rotated_by, record, width_bytes):
-    """`entry` (a word of 8 * W bits), the row's source word `word` rotated left by
-    `rotated_by` lanes, holds the tracked byte in its lane if it is that byte's word."""
+def _carries(entry, word, still_to_turn, record, width_bytes):
+    """`entry` (a word of 8 * W bits), the row's source word `word` rotated left by r
+    less `still_to_turn` (the low bits of r that later stages resolve), holds the
+    tracked byte in the destination lane less that amount, if it is that byte's word
+    and the tracked position is one of the row's bytes."""
     shift = width_bytes.bit_length() - 1
-    tracked_word, tracked_lane = record.src_at
-    return (word != tracked_word) | _holds_at(entry, (tracked_lane + rotated_by)[:shift],
-                                              record.value, width_bytes)
+    tracked_word, _ = record.src_at
+    _, dst_lane = record.dst_at
+    return ((word != tracked_word) | ~record.tracked
+            | _holds_at(entry, (dst_lane - still_to_turn)[:shift], record.value,
+                        width_bytes))
 
 
 def _data_invariant(m, regs, record, facts, counts, width_bytes):
@@ -373,22 +385,20 @@ def _data_invariant(m, regs, record, facts, counts, width_bytes):
     rot_valid, retired = counts
     entry_layout = data.StructLayout({"data": 8 * width_bytes,
                                       "r": width_bytes.bit_length() - 1})
-    mask = 0
-    for i, (lo, hi) in enumerate(_rotate_slices(width_bytes)):
-        mask |= ((1 << hi) - 1) & ~((1 << lo) - 1)
+    for i, (lo, _) in enumerate(_rotate_slices(width_bytes)):
         stage = data.View(entry_layout, regs[f"rot{i}"])
         # The stages move together: stage i holds the word taken before those of the
         # valid stages ahead of it.
         word = record.src_taken - 1 - sum(rot_valid[:i])
         prop(m, f"aligner_rotator_{i}_holds_its_word",
              ~rot_valid[i] | ((stage.r == facts.r)
-                              & _carries(stage.data, word, facts.r & mask, record,
+                              & _carries(stage.data, word, facts.r[:lo], record,
                                          width_bytes)))
     rd, live = regs["rd"], regs["live"]
     for e in range(QUEUE_DEPTH):
         word = retired + (e - rd)[:len(rd)]
         prop(m, f"aligner_ring_entry_{e}_holds_its_word",
-             ~live[e] | _carries(regs[f"ring{e}"], word, facts.r, record, width_bytes))
+             ~live[e] | _carries(regs[f"ring{e}"], word, facts.r[:0], record, width_bytes))
     layout = data.StructLayout({"data": 8 * width_bytes, "strb": width_bytes, "last": 1})
     full, out_rd = regs["out_full"], regs["out_rd"]
     for i in range(2):
