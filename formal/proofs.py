@@ -95,6 +95,7 @@ AXI_MUTATION_WIDTHS = (BUS_WIDTHS[0], BUS_WIDTHS[-1])
 # sixth of the time.
 FAST_AXI_OUTSTANDING = 2
 
+
 def _grid_too_coarse(width_bytes):
     """Splits at twice 4 KiB (or 256 beats), so bursts cross a page."""
     return 2 * max(4096, 256 * width_bytes)
@@ -348,6 +349,7 @@ PAD_MUTATIONS = (
 WHY_PAD_BMC = ("induction would need the stage's two skid stages and its five copies of "
                "the word sequencer tied to the harness's ring of rows")
 
+
 class _SetLostWithGrant(flags._Counter):
     """A counter that, given a set and a grant on one edge, takes one off."""
     def update(self, m, inc, dec):
@@ -388,6 +390,7 @@ INTAKE_MUTATIONS = (
              ((intake, "_takes", _taken_without_ready),)),
 )
 
+
 def _phantom_row(issue_rows):
     """Every GM side's splitter offered a row on every cycle, which nobody sent."""
     def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
@@ -401,6 +404,7 @@ def _phantom_row(issue_rows):
 PHANTOM_ROW = Mutation("phantom_row", "the GM sides' splitters see a row nobody sent",
                        ((axi_reader, "issue_rows", _phantom_row(legalizer.issue_rows)),
                         (axi_writer, "issue_rows", _phantom_row(legalizer.issue_rows))))
+
 
 class _CompletesTwice(PipeController):
     """A pipe that counts a command that ends in it (not a copy) twice."""
@@ -420,6 +424,7 @@ class _EndsUncounted(PipeController):
 
 ENDS_UNCOUNTED = Mutation("ends_uncounted", "a command that ends in its pipe is not "
                           "counted", ((top, "PipeController", _EndsUncounted),))
+
 
 def _landed_read_a_cycle_late(track_in_flight):
     """The in-flight queue's head read a cycle after its Completion lands, so a
@@ -483,6 +488,7 @@ PIPE_IN_FLIGHT_MUTATIONS = (
     Mutation("queue_short_of_the_limit", "the in-flight queue holds one entry fewer than "
              "the limit", ((in_flight, "BypassQueue", _short_of_the_limit),)),
 )
+
 
 class _InFlightSeen:
     """A pipe's InFlight as the pipe reads it, with the outputs in `replaced` replaced."""
@@ -555,6 +561,7 @@ PIPE_CONTROLLER_MUTATIONS = (
                    "to be counted", "_status", _nothing_pending(PipeController._status)),
 )
 
+
 def _ready_while_evaluating(handshake):
     """The checker's `request.ready` high on every cycle (the later assignment wins)."""
     def patched(self, m, accept, latency):
@@ -580,6 +587,7 @@ CHECKER_MUTATIONS = tuple(
         ("result_reloaded_while_waiting", "the result register loads again while its "
          "result waits to be taken", _reloaded_while_waiting)))
 
+
 def _rotated_one_lane_more(rotate_left):
     def patched(value, amount, unit):
         return rotate_left(value, amount, unit).rotate_left(unit)
@@ -588,6 +596,7 @@ def _rotated_one_lane_more(rotate_left):
 
 ROTATOR_OFF = Mutation("rotator_one_lane_off", "each rotator stage turns one lane more",
                        ((aligner, "_rotate_left", _rotated_one_lane_more(aligner._rotate_left)),))
+
 
 def _first_kept_on_a_new_row(output_control):
     """The merge's `first` not set when a new head row loads: it is set at reset, so the
@@ -610,6 +619,7 @@ WHY_ENGINE_BMC = ("induction would need invariants over every pipe, queue and da
                   "register of the engine (that an engine given no command keeps them "
                   "empty; that each pipe's completed count trails its accepted commands by "
                   "what its queue and datapath hold)")
+
 
 def axi_proofs(width_bytes, max_outstanding, mutated=True):
     """The AXI4 master groups and MTE3's completions at W = `width_bytes` and
