@@ -1,15 +1,18 @@
 """CopyChecker's guarantees of its ports, which the pipe controller's proof assumes of
-its stand-in (formal/pipe_stand_ins.py, `checker_contract`), proved of the real block:
-requests and the results' `ready` free, the rules and geometry worked out as they are."""
+its stand-in (formal/pipe_stand_ins.py, `checker_contract`), and the count flags of its
+results, which the address generator's loop nest group assumes of the copies it takes
+(formal/loop_nest.py, `nest_flags_hold`), proved of the real block: requests and the
+results' `ready` free, the rules and geometry worked out as they are."""
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Const, Module, Mux
 from amaranth.lib import data
 from amaranth.lib.wiring import Flow
 
-from hdl.pipe.checker import CopyChecker, request_layout
+from hdl.pipe.checker import LOOP_COUNTS, CopyChecker, has_loops, request_layout
 from model.isa import DEFAULT_PROFILE
 
 from .inputs import free_ports
+from .loop_nest import count_flags_hold, nest_flags_hold, second_row_ends_hold
 from .pipe_stand_ins import CheckerRecord, checker_contract
 from .props import add_block, prop, registers
 
@@ -21,7 +24,11 @@ def copy_checker_harness(kind, width_bytes):
         free_ports(m, dut, Flow.In)
         record = CheckerRecord()
         checker_contract(m, prop, dut, record)
-        _handshake_invariant(m, registers(m.submodules["dut"]), dut, record)
+        state = registers(m.submodules["dut"])
+        _handshake_invariant(m, state, dut, record)
+        prop(m, "checker_result_flags_are_its_counts",
+             ~dut.result.valid | nest_flags_hold(dut.result.payload.geom))
+        _count_flags_invariant(m, state, dut)
         return m
     return build
 
@@ -43,3 +50,23 @@ def _handshake_invariant(m, state, dut, record):
     request = data.View(request_layout(dut.kind), state["held"])
     prop(m, "checker_request_register_holds_the_copy_evaluated", ~evaluated
          | (request.index == Mux(valid, record.indices[1], record.indices[0])))
+
+
+def _count_flags_invariant(m, state, dut):
+    """What closes the count flags' induction: the flags of the copy evaluated are its
+    counts' from stage 2 (`_many`, `_two`, `empty`) and 3 (`_second_end`) on, as the
+    request register holds it until it loads."""
+    request = data.View(request_layout(dut.kind), state["held"])
+    fields = request.fields
+    counts = {"n_burst": fields.n_burst, "loop1_count": Const(1), "loop2_count": Const(1)}
+    if has_loops(dut.kind):
+        counts.update(loop1_count=request.regs.loop1_count,
+                      loop2_count=request.regs.loop2_count)
+    # A UB->UB copy's loop counts are 1: their `_many` and `_two` are 0, with no register.
+    flags = {f"{name}_{flag}": state.get(f"{name}_{flag}", Const(0, 1))
+             for name in LOOP_COUNTS for flag in ("many", "two", "second_end")}
+    geom = {**counts, **flags, "len_burst": fields.len_burst, "empty": state["empty"]}
+    age = state["age"]
+    prop(m, "checker_count_flags_of_the_copy_evaluated", (age < 2) | count_flags_hold(geom))
+    prop(m, "checker_second_row_ends_of_the_copy_evaluated",
+         (age < 3) | second_row_ends_hold(geom))

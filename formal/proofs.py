@@ -23,6 +23,7 @@ from .engine import completions_harness, idle_engine_harness
 from .flags import flags_harness
 from .intake import intake_harness
 from .line_writer import line_writer_harness
+from .loop_nest import nest_harness
 from .mte2_completions import mte2_completions_harness
 from .pad import pad_harness
 from .pipe_controller import pipe_controller_harness
@@ -60,6 +61,12 @@ DRAIN_DEPTH = 4
 # The rows' numbering's induction closes at 1; at 4 the base case holds a copy's rows
 # after its first, walked.
 ROWS_NUMBERED_DEPTH = 4
+# The loop nest's walk: its induction closes at 1; at 4 the base case holds a copy's
+# first rows walked.
+NEST_DEPTH = 4
+# With the rows' addresses too, the induction closes at 1 (7 to 51 s); the mutation runs
+# by BMC to NEST_DEPTH, which holds a copy's rows after its first.
+NEST_ADDRESSES_DEPTH = 1
 # UB->UB's write side at W <= 32 (a UB line whole words), the engine's 32 among them.
 LINE_WRITER_WIDTHS = (8, 32)
 LINE_WRITER_DEPTH = 4
@@ -244,6 +251,62 @@ ROWS_NUMBERED_MUTATIONS = (
              ((addrgen.AddressGenerator, "_row_fields",
                _first_row_from_the_walk(addrgen.AddressGenerator._row_fields)),)),
 )
+
+
+def _loop1_reloaded_one_short(count):
+    """The address generator's loop1 counter reloaded one iteration short as a loop2
+    iteration starts (the later assignment wins): every loop1 pass after the first ends
+    early."""
+    def patched(m, job, counters, at_one, count_two, step):
+        count(m, job, counters, at_one, count_two, step)
+        loop1 = job.geom.loop1_count
+        with m.If(step > addrgen.Step.LOOP1):
+            m.d.sync += [counters[1].eq(loop1 - 2), at_one[1].eq(loop1 == 3)]
+    return staticmethod(patched)
+
+
+def _last_at_the_inner_end(job, at_one, at_end, step):
+    """`last` (and the copy's end) on the last row of the n_burst loop, whatever the outer
+    loops' indices."""
+    inner_starts_over = ~job.geom.n_burst_many
+    return addrgen._pick(step, [at_one[0], inner_starts_over, inner_starts_over])
+
+
+def _burst_end_a_row_early(count):
+    """The n_burst counter seen at its end with two rows left, not one."""
+    def patched(m, job, counters, at_one, count_two, step):
+        count(m, job, counters, at_one, count_two, step)
+        with m.If(step == addrgen.Step.ROW):
+            m.d.sync += at_one[0].eq(counters[0] == 3)
+    return staticmethod(patched)
+
+
+BURST_END_A_ROW_EARLY = Mutation(
+    "burst_end_a_row_early", "the n_burst loop seen at its end a row early",
+    ((addrgen.AddressGenerator, "_count",
+      _burst_end_a_row_early(addrgen.AddressGenerator._count)),))
+# UB->UB copies have no loop1 or loop2 (counts 1): the n_burst loop's mutation alone.
+NEST_MUTATIONS = {
+    kind: (BURST_END_A_ROW_EARLY,) if kind == Opcode.COPY_UBUF_TO_UBUF else (
+        Mutation("loop1_reloaded_one_short", "the loop1 counter reloaded one iteration "
+                 "short as a loop2 iteration starts",
+                 ((addrgen.AddressGenerator, "_count",
+                   _loop1_reloaded_one_short(addrgen.AddressGenerator._count)),)),
+        Mutation("last_at_the_inner_loops_end", "`last` on the n_burst loop's last row, "
+                 "whatever loop1's and loop2's indices",
+                 ((addrgen.AddressGenerator, "_walked_last",
+                   staticmethod(_last_at_the_inner_end)),)))
+    for kind in checker.COPY_KINDS}
+
+
+def _source_strides(strides):
+    """The address generator's strides of the source side, whichever side asks."""
+    return lambda geom, side: strides(geom, "src")
+
+
+SOURCE_STRIDES_ON_BOTH_SIDES = Mutation(
+    "source_strides_on_both_sides", "the destination's rows stepped by the source's strides",
+    ((addrgen, "_strides", _source_strides(addrgen._strides)),))
 
 
 def _cmd_last_on_every_row(elaborate):
@@ -578,14 +641,26 @@ def _reloaded_while_waiting(handshake):
     return patched
 
 
-CHECKER_MUTATIONS = tuple(
-    Mutation(name, what, ((checker.CopyChecker, "_handshake",
-                           patch(checker.CopyChecker._handshake)),))
-    for name, what, patch in (
-        ("ready_while_evaluating", "a request is taken while a copy is evaluated",
-         _ready_while_evaluating),
-        ("result_reloaded_while_waiting", "the result register loads again while its "
-         "result waits to be taken", _reloaded_while_waiting)))
+def _loop1_steps_after_one_burst(many, two):
+    """The checker's second_row_ends taking loop1 as the level the second row steps
+    whenever n_burst's count is 1, even with loop1's 1 too: a copy of n_burst 1, loop1 1
+    and loop2 2 is told its second row does not end loop1 or loop2."""
+    steps = [many[0], ~many[0], 0]
+    return [Mux(step, two[level], ~many[level]) for level, step in enumerate(steps)]
+
+
+CHECKER_MUTATIONS = (
+    *(Mutation(name, what, ((checker.CopyChecker, "_handshake",
+                             patch(checker.CopyChecker._handshake)),))
+      for name, what, patch in (
+          ("ready_while_evaluating", "a request is taken while a copy is evaluated",
+           _ready_while_evaluating),
+          ("result_reloaded_while_waiting", "the result register loads again while its "
+           "result waits to be taken", _reloaded_while_waiting))),
+    Mutation("loop1_steps_after_one_burst", "the second row of a copy of one row per "
+             "burst loop taken as a loop1 step, even with loop1's count 1",
+             ((checker, "second_row_ends", _loop1_steps_after_one_burst),)),
+)
 
 
 def _rotated_one_lane_more(rotate_left):
@@ -654,6 +729,11 @@ PROOFS = (
     *(Proof(f"addrgen_rows_numbered_{kind.name.lower()}",
             rows_numbered_harness(kind, AXI_WIDTH), "prove", ROWS_NUMBERED_DEPTH,
             ROWS_NUMBERED_MUTATIONS) for kind in checker.COPY_KINDS),
+    *(Proof(f"addrgen_nest_last_{kind.name.lower()}", nest_harness(kind, AXI_WIDTH, False),
+            "prove", NEST_DEPTH, NEST_MUTATIONS[kind]) for kind in checker.COPY_KINDS),
+    *(Proof(f"addrgen_nest_addresses_{kind.name.lower()}", nest_harness(kind, AXI_WIDTH, True),
+            "prove", NEST_ADDRESSES_DEPTH, (SOURCE_STRIDES_ON_BOTH_SIDES,),
+            mutation_depth=NEST_DEPTH) for kind in checker.COPY_KINDS),
     *(Proof(f"line_writer_w{width}", line_writer_harness(width), "prove", LINE_WRITER_DEPTH,
             LINE_WRITER_MUTATIONS) for width in LINE_WRITER_WIDTHS),
     Proof("row_fork", rowfork_harness(), "prove", ROWFORK_DEPTH,

@@ -117,6 +117,14 @@ def registers(fragment):
             for signal in statement._lhs_signals()}
 
 
+def combinational(fragment):
+    """The signals a block's own elaborate() drives combinationally, by name: a harness
+    paces its record by a block's internal events (a row made), which no port shows."""
+    return {signal.name: signal
+            for statement in fragment.statements.get("comb", ())
+            for signal in statement._lhs_signals()}
+
+
 def child(fragment, *path):
     """The fragment of the submodule at `path` (names, outermost first) of `fragment`."""
     for name in path:

@@ -38,6 +38,10 @@ def _shallow(proof, depth):
     # What the pipe controller's proof assumes of its checker, of MTE2's real checker
     # (its induction closes at 1; the group's base case of 8 is for its mutations).
     ("checker_contract_mte2", 1, 12),
+    # MTE2's address generator's rows are the walk of each copy's loop nest, `last` on
+    # its final row (its induction closes at 1; the group's base case of 4 is for its
+    # mutations).
+    ("addrgen_nest_last_copy_gm_to_ubuf", 1, 13),
     # Every row's tracked byte at its destination lane: the invariant closes the
     # induction at 1, so a base case of 1 and one induction step prove it.
     ("aligner_any_byte_w8", None, 40),
