@@ -7,7 +7,7 @@ from hdl.datapath import (aligner, axi_reader, axi_writer, completions, legalize
                           line_writer, pad, rowfork)
 from hdl.intake import intake
 from hdl.intake.commands import CommandKind
-from hdl.intake.intake import ENGINE_PIPES, word_count
+from hdl.intake.intake import ENGINE_PIPES, QUEUE_DEPTH, word_count
 from hdl.layouts import BUS_WIDTHS, EXTENT_BITS, IN_FLIGHT_DEPTH, Completion
 from hdl.lib.arith import sum_mod
 from hdl.lib.queue import BypassQueue, pass_or_queue
@@ -19,6 +19,7 @@ from .addrgen import drain_harness, rows_numbered_harness
 from .aligner import aligner_harness
 from .axi_master import reader_harness, writer_completions_harness, writer_harness
 from .copy_checker import copy_checker_harness
+from .dispatcher import dispatcher_harness
 from .engine import completions_harness, idle_engine_harness
 from .flags import flags_harness
 from .intake import intake_harness
@@ -454,6 +455,47 @@ INTAKE_MUTATIONS = (
 )
 
 
+# The dispatcher's queues hold 8 commands each; its induction closes at 1. The mutations'
+# BMC: a pipe's second command is given 3 cycles from reset, a get_buf taken on its
+# third cycle.
+DISPATCHER_DEPTH = 1
+DISPATCHER_MUTATION_DEPTH = 6
+
+
+def _entry_of_the_command_before(elaborate):
+    """MTE3's queue given each command with the entry and kind of the one before it."""
+    def patched(self, platform):
+        m = elaborate(self, platform)
+        queue = m.submodules["fifo_mte3"]
+        before = Signal.like(queue.w_data, name="command_before")
+        with m.If(queue.w_en):
+            m.d.sync += before.eq(queue.w_data)
+        m.d.comb += queue.w_data.eq(before)
+        return m
+    return patched
+
+
+def _ticket_read_after_its_step(ticket):
+    """A get_buf queued with its id's count as the lookup reads it when taken, after
+    the lookup stepped it, not as it was looked up."""
+    def patched(self, m, entry, pipe, queued):
+        ticketed = ticket(self, m, entry, pipe, queued)
+        m.d.comb += queued.ticket.eq(m.submodules.tickets.ticket)
+        return ticketed
+    return patched
+
+
+DISPATCHER_MUTATIONS = (
+    Mutation("entry_of_the_command_before", "MTE3's queue takes each command with the "
+             "entry of the one before", ((intake.Dispatcher, "elaborate",
+                                          _entry_of_the_command_before(
+                                              intake.Dispatcher.elaborate)),)),
+    Mutation("ticket_read_after_its_step", "a get_buf queued with its id's ticket count "
+             "after the lookup stepped it", ((intake.Dispatcher, "_ticket",
+                                             _ticket_read_after_its_step(
+                                                 intake.Dispatcher._ticket)),)),
+)
+
 def _phantom_row(issue_rows):
     """Every GM side's splitter offered a row on every cycle, which nobody sent."""
     def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
@@ -752,6 +794,8 @@ PROOFS = (
     *(Proof(f"pad_stage_w{width}", pad_harness(width), "bmc", depth, PAD_MUTATIONS,
             WHY_PAD_BMC) for width, depth in PAD_DEPTHS.items()),
     Proof("command_intake", intake_harness(), "prove", INTAKE_DEPTH, INTAKE_MUTATIONS),
+    Proof("dispatcher", dispatcher_harness(QUEUE_DEPTH), "prove", DISPATCHER_DEPTH,
+          DISPATCHER_MUTATIONS, mutation_depth=DISPATCHER_MUTATION_DEPTH),
     Proof("event_flags", flags_harness(FLAGS_DEPTH), "prove", FLAGS_PROVE_DEPTH,
           FLAGS_MUTATIONS),
     *(Proof(f"aligner_any_byte_w{width}", aligner_harness(width), "prove", ALIGNER_DEPTH,

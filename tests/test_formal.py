@@ -75,6 +75,8 @@ def test_proved_by_induction(tmp_path, group, depth, properties):
     ("event_flags", "grant_invented",
      r"no_grant_without_a_counted_set|flag_counters_consistent"),
     ("command_intake", "command_lost_when_refused", "command_offered_with_its_last_word"),
+    ("dispatcher", "entry_of_the_command_before",
+     r"mte3_nth_given_is_the_nth_taken|mte3_(output|queue_slot_\d)_holds_its_command"),
     ("mte2_completions", "result_of_command_before", "completion_is_its_commands_in_order"),
     ("pipe_in_flight", "landed_index_one_entry_late",
      r"landed_index_is_its_copys|in_flight_queue_\w+"),

@@ -17,6 +17,7 @@ from .tokens import TokenTickets
 BAD_OPCODE_BITS = 16
 
 ENGINE_PIPES = (Pipe.MTE2, Pipe.MTE3, Pipe.V)
+QUEUE_DEPTH = 8                 # commands each pipe's dispatcher queue holds
 
 
 class RoutedCommand(data.Struct):
@@ -265,7 +266,7 @@ class Dispatcher(wiring.Component):
     `busy`: some FIFO holds a command (including one not yet visible on its output).
     """
 
-    def __init__(self, depth=8):
+    def __init__(self, depth=QUEUE_DEPTH):
         self.depth = depth
         super().__init__({
             "commands": In(stream.Signature(RoutedCommand)),
