@@ -1,20 +1,21 @@
 """A copy's rows are the walk of its loop nest: the address generator's rows of each copy
 taken are its n_burst x loop1 x loop2 rows in the order of the seed's C loops (loop2
 outer, loop1, n_burst rows), each at its GM and UB address, `last` on the final one
-alone. The generator reads the count flags the checker works out into a copy
+alone, or, for a copy an abort request cuts short, on the first row made after the
+request registers. The generator reads the count flags the checker works out into a copy
 (`nest_flags_hold`): this group assumes them of the copies offered, and
 `checker_contract_*` proves them of the checker's results."""
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data
 
-from hdl.layouts import RowJob
+from hdl.layouts import COPY_SEQ_BITS, RowJob
 from hdl.pipe.addrgen import ROW_ADDRESSES, AddressGenerator, Step
 from hdl.pipe.checker import LOOP_COUNTS, checked_copy_layout
 
 from .gm_side import output_queue_entries
 from .inputs import free, free_stream
-from .props import add_block, assume, child, combinational, prop, registers
+from .props import add_block, assume, child, combinational, counter, prop, registers
 
 # The fields of a row that tell its place in the nest: `last`, and its addresses.
 ADDRESS_FIELDS = ("gm_addr", "ub_addr")
@@ -56,8 +57,9 @@ class _NestWalk:
     """The harness's walk of a copy's nest, as the seed's C loops step it: the copy, the
     next row's index on each level (n_burst, loop1, loop2, inner to outer) and its offset
     there (index x the level's stride, summed stride by stride, per address side), and
-    whether rows of the copy are left to make. `fields`: the RowJob fields it works out
-    of each row (`last`, and of ADDRESS_FIELDS those it follows)."""
+    whether rows of the copy are left to make and an abort request named it. `fields`: the
+    RowJob fields it works out of each row (`last`, and of ADDRESS_FIELDS those it
+    follows)."""
 
     def __init__(self, kind, fields):
         layout = checked_copy_layout(kind)
@@ -70,6 +72,8 @@ class _NestWalk:
         self.offset = {side: [Signal(len(geom[side]), name=f"nest_{side}_offset{level}")
                               for level in range(len(LOOP_COUNTS))] for side in self.sides}
         self.walking = Signal(name="nest_walking")
+        # An abort request named the copy walked: the next row made is its last.
+        self.cut = Signal(name="nest_cut")
 
     @staticmethod
     def strides(geom, side):
@@ -86,10 +90,12 @@ class _NestWalk:
             starts.insert(0, (starts[0] + offset)[:width])
         return starts[:-1]
 
-    def make(self, m, made, incoming):
+    def make(self, m, made, incoming, named):
         """On `made` (a row goes into the generator's output queue), the row the walk is
-        at, or the `incoming` copy's first while none is walked, and the walk steps.
-        Returns the row made's place (its `fields` of a RowJob)."""
+        at, or the `incoming` copy's first while none is walked, and the walk steps; the
+        row is the copy's last at the nest's end, or once an abort request `named` the
+        copy walked on a cycle before. Returns the row made's place (its `fields` of a
+        RowJob)."""
         copy = Signal.like(self.copy, name="nest_copy_made")
         m.d.comb += copy.eq(Mux(self.walking, self.copy, incoming))
         geom = copy.geom
@@ -97,7 +103,8 @@ class _NestWalk:
         counts = [geom[name] for name in LOOP_COUNTS]
         at_end = [now == (count - 1)[:len(count)] for now, count in zip(index, counts)]
         place = Signal(RowJob, name="nest_row_made")
-        m.d.comb += place.last.eq(Cat(*at_end).all())
+        m.d.comb += place.last.eq(Cat(*at_end).all() | (self.walking & self.cut))
+        m.d.sync += self.cut.eq(self.walking & (self.cut | named))
         for field, side in ROW_ADDRESSES[self.kind].items():
             if side not in self.sides:
                 continue
@@ -105,6 +112,8 @@ class _NestWalk:
             m.d.comb += place[field].eq(self.starts(geom, offsets, side)[0])
         with m.If(made):
             m.d.sync += [self.copy.eq(copy), self.walking.eq(~place.last)]
+            with m.If(place.last):
+                m.d.sync += self.cut.eq(0)
             self._step(m, geom, index, at_end)
         return place
 
@@ -150,18 +159,17 @@ def _same_place(row, place, fields):
 
 def nest_harness(kind, width_bytes, addresses):
     """Copies offered as the checker gives them (its count flags hold, not empty), held
-    until taken; no abort requests (the drain group covers them); `rows` taken at will:
-    each row out is the one of its place in the walk of its copy's nest, marked `last`
-    exactly on the nest's final row, and if `addresses`, at its GM and UB addresses per
-    the seed's C loops."""
+    until taken; any abort requests; `rows` taken at will: each row out is the one of its
+    place in the walk of its copy's nest, marked `last` exactly on the nest's final row or
+    on the first row made after an abort request named the copy walked, and if
+    `addresses`, at its GM and UB addresses per the seed's C loops."""
     fields = ("last", *(ADDRESS_FIELDS if addresses else ()))
 
     def build(mutation):
         m = Module()
         dut = add_block(m, "dut", AddressGenerator(kind, width_bytes), mutation)
         free_stream(m, "copy", dut.copy)
-        free(m, dut.rows.ready)
-        m.d.comb += dut.abort.valid.eq(0)
+        free(m, dut.rows.ready, dut.abort.valid, dut.abort.copy)
         copy = dut.copy.payload
         # The pipe offers only a copy that passed and has a row (pipe_controller_*).
         assume(m, "copy_offered_as_checked",
@@ -169,10 +177,13 @@ def nest_harness(kind, width_bytes, addresses):
         fragment = m.submodules["dut"]
         made = combinational(fragment)["put"]
         take = dut.copy.valid & dut.copy.ready
+        # Copies numbered as the datapath numbers them, from 0.
+        last_taken = (counter(m, "copies_taken", take, COPY_SEQ_BITS) - 1)[:COPY_SEQ_BITS]
+        named = dut.abort.valid & (dut.abort.copy == last_taken)
         walk = _NestWalk(kind, fields)
         prop(m, "row_made_only_of_a_copy_taken", ~made | walk.walking | take)
         prop(m, "copy_taken_once_the_one_before_is_made", ~take | ~walk.walking)
-        place = walk.make(m, made, copy)
+        place = walk.make(m, made, copy, named)
         rows = dut.rows
         made_rows = _MadeRows(m, made, place, rows.valid & rows.ready)
         prop(m, "row_out_only_as_made", ~rows.valid | (made_rows.count != 0))
@@ -180,6 +191,7 @@ def nest_harness(kind, width_bytes, addresses):
              ~rows.valid | _same_place(rows.payload, made_rows.entries[0], fields))
         state = registers(fragment)
         _queue_invariant(m, state, made_rows, fields)
+        prop(m, "generator_number_is_last_taken", state["number"] == last_taken)
         _walk_invariant(m, fragment, state, walk)
         return m
     return build
@@ -207,7 +219,8 @@ def _walk_invariant(m, fragment, state, walk):
     prop(m, "nest_copy_as_checked", ~walk.walking | (nest_flags_hold(geom) & ~geom.empty))
     prop(m, "generator_walks_the_nests_copy",
          ~walking | (state["job"] == Value.cast(walk.copy)))
-    prop(m, "generator_not_aborted", ~state["aborted"])
+    prop(m, "generator_aborted_as_the_nest_is_cut",
+         ~walking | (state["aborted"] == walk.cut))
     counts = [geom[name] for name in LOOP_COUNTS]
     at_end = [index == (count - 1)[:len(count)] for index, count in zip(walk.index, counts)]
     reached = Mux(walk.index[0] != 0, Step.ROW,
@@ -215,7 +228,8 @@ def _walk_invariant(m, fragment, state, walk):
     next_step = Mux(at_end[0], Mux(at_end[1], Step.LOOP2, Step.LOOP1), Step.ROW)
     # The walked row is never a copy's first: that one is made as the copy is taken.
     holds = [Cat(*walk.index).any(), state["step"] == reached,
-             state["ending"] == Cat(*at_end).all(), state["next_step"] == next_step]
+             state["ending"] == (Cat(*at_end).all() | walk.cut),
+             state["next_step"] == next_step]
     holds += [registers(child(fragment, f"next_step_{use}"))["q"] == next_step
               for use in ("count", "flags")]
     for level, (name, index, count) in enumerate(zip(LOOP_COUNTS, walk.index, counts)):

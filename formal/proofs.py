@@ -65,7 +65,7 @@ ROWS_NUMBERED_DEPTH = 4
 # The loop nest's walk: its induction closes at 1; at 4 the base case holds a copy's
 # first rows walked.
 NEST_DEPTH = 4
-# With the rows' addresses too, the induction closes at 1 (7 to 51 s); the mutation runs
+# With the rows' addresses too, the induction closes at 1 (7 to 55 s); the mutation runs
 # by BMC to NEST_DEPTH, which holds a copy's rows after its first.
 NEST_ADDRESSES_DEPTH = 1
 # UB->UB's write side at W <= 32 (a UB line whole words), the engine's 32 among them.
@@ -286,17 +286,21 @@ BURST_END_A_ROW_EARLY = Mutation(
     "burst_end_a_row_early", "the n_burst loop seen at its end a row early",
     ((addrgen.AddressGenerator, "_count",
       _burst_end_a_row_early(addrgen.AddressGenerator._count)),))
-# UB->UB copies have no loop1 or loop2 (counts 1): the n_burst loop's mutation alone.
+LOOPS_MUTATIONS = (
+    Mutation("loop1_reloaded_one_short", "the loop1 counter reloaded one iteration short as "
+             "a loop2 iteration starts",
+             ((addrgen.AddressGenerator, "_count",
+               _loop1_reloaded_one_short(addrgen.AddressGenerator._count)),)),
+    Mutation("last_at_the_inner_loops_end", "`last` on the n_burst loop's last row, "
+             "whatever loop1's and loop2's indices",
+             ((addrgen.AddressGenerator, "_walked_last",
+               staticmethod(_last_at_the_inner_end)),)),
+)
+# Beside an abort acting a row late: UB->UB copies have no loop1 or loop2 (counts 1), so
+# the n_burst loop's mutation stands for the loops'.
 NEST_MUTATIONS = {
-    kind: (BURST_END_A_ROW_EARLY,) if kind == Opcode.COPY_UBUF_TO_UBUF else (
-        Mutation("loop1_reloaded_one_short", "the loop1 counter reloaded one iteration "
-                 "short as a loop2 iteration starts",
-                 ((addrgen.AddressGenerator, "_count",
-                   _loop1_reloaded_one_short(addrgen.AddressGenerator._count)),)),
-        Mutation("last_at_the_inner_loops_end", "`last` on the n_burst loop's last row, "
-                 "whatever loop1's and loop2's indices",
-                 ((addrgen.AddressGenerator, "_walked_last",
-                   staticmethod(_last_at_the_inner_end)),)))
+    kind: (DRAIN_MUTATIONS[1], *((BURST_END_A_ROW_EARLY,) if kind == Opcode.COPY_UBUF_TO_UBUF
+                                 else LOOPS_MUTATIONS))
     for kind in checker.COPY_KINDS}
 
 
