@@ -62,7 +62,7 @@ def drain_harness(kind, width_bytes):
         with m.If(of_copy & rows.payload.last):
             m.d.sync += [cut.eq(0), rows_after.eq(0)]
         prop(m, "rows_after_abort_at_most_bound", counted <= ROWS_AFTER_ABORT)
-        _drain_invariant(m, registers(m.submodules["dut"]), taken, ended,
+        drain_invariant(m, registers(m.submodules["dut"]), taken, ended,
                          (cut, cut_copy, rows_after))
         return m
     return build
@@ -84,7 +84,7 @@ def _walk_invariant(m, walk, taken, ended):
     return queued
 
 
-def _drain_invariant(m, walk, taken, ended, cut_state):
+def drain_invariant(m, walk, taken, ended, cut_state):
     """What closes the drain's induction beside _walk_invariant: while a cut copy drains,
     its rows counted, queued and still to be walked are at most the bound, the walked row
     its last."""

@@ -20,6 +20,7 @@ from .aligner import aligner_harness
 from .axi_master import reader_harness, writer_completions_harness, writer_harness
 from .copy_checker import copy_checker_harness
 from .dispatcher import dispatcher_harness
+from .drain import drain_chain_harness
 from .engine import completions_harness, idle_engine_harness
 from .flags import flags_harness
 from .intake import intake_harness
@@ -59,6 +60,11 @@ COMPLETIONS_DEPTH = 10
 COMPLETIONS_PROVE_DEPTH = 4
 # The drain's induction closes at 1; at 4 the base case holds a row too many.
 DRAIN_DEPTH = 4
+# The drain from the address generator through the row fork to the GM side closes at 1;
+# the mutations' counterexamples need the GM queue filled with the copy's rows before
+# its abort, and the rows after it.
+DRAIN_TO_GM_SIDE_DEPTH = 1
+DRAIN_TO_GM_SIDE_MUTATION_DEPTH = 14
 # The rows' numbering's induction closes at 1; at 4 the base case holds a copy's rows
 # after its first, walked.
 ROWS_NUMBERED_DEPTH = 4
@@ -771,6 +777,10 @@ PROOFS = (
           "prove", COMPLETIONS_PROVE_DEPTH, (RESULT_OF_COMMAND_BEFORE_MTE2,)),
     *(Proof(f"drain_addrgen_{kind.name.lower()}", drain_harness(kind, AXI_WIDTH), "prove",
             DRAIN_DEPTH, DRAIN_MUTATIONS)
+      for kind in (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM)),
+    *(Proof(f"drain_to_gm_side_{kind.name.lower()}", drain_chain_harness(kind, AXI_WIDTH),
+            "prove", DRAIN_TO_GM_SIDE_DEPTH, (*DRAIN_MUTATIONS, ROOM_ONE_ROW_LATE),
+            mutation_depth=DRAIN_TO_GM_SIDE_MUTATION_DEPTH)
       for kind in (Opcode.COPY_GM_TO_UBUF, Opcode.COPY_UBUF_TO_GM)),
     *(Proof(f"addrgen_rows_numbered_{kind.name.lower()}",
             rows_numbered_harness(kind, AXI_WIDTH), "prove", ROWS_NUMBERED_DEPTH,

@@ -38,27 +38,38 @@ def rowfork_harness():
         dut = add_block(m, "dut", fork, mutation)
         free_stream(m, "rows", dut.rows)
         fragment = m.submodules["dut"]
-        take = dut.rows.valid & dut.rows.ready
-        taken = counter(m, "rows_taken", take, ROW_NUMBER_BITS)
+        free(m, *(getattr(dut, name).ready for name in BRANCHES))
+        taken = counter(m, "rows_taken", dut.rows.valid & dut.rows.ready, ROW_NUMBER_BITS)
         followed = _followed_row(m, dut.rows, taken)
-        fits = []
-        for name, depth in BRANCHES.items():
-            out = getattr(dut, name)
-            free(m, out.ready)
-            given = counter(m, f"{name}_rows_given", out.valid & out.ready, ROW_NUMBER_BITS)
-            level = (taken - given)[:ROW_NUMBER_BITS]
-            queue = child(fragment, f"{name}_queue")
-            prop(m, f"{name}_holds_at_most_depth_less_one", level <= depth - 1)
-            prop(m, f"{name}_row_taken_has_room", ~take | registers(queue)["has_room"])
-            _branch_invariant(m, name, registers(fragment)[f"{name}_filled"], queue,
-                              level)
-            _branch_order(m, name, out, queue, (given, level), followed)
-            fits.append(level <= depth - 2)
-        # `ready` is registered from the levels and the take before this edge's reads.
-        ready = registers(fragment)["ready"]
-        prop(m, "ready_only_with_room_everywhere", ~ready | Cat(*fits).all())
+        counts = queue_levels(m, dut, fragment, BRANCHES, taken)
+        for name, given_and_level in counts.items():
+            _branch_order(m, name, getattr(dut, name), child(fragment, f"{name}_queue"),
+                          given_and_level, followed)
         return m
     return build
+
+
+def queue_levels(m, fork, fragment, branches, taken):
+    """Each branch's queue (of `branches`, name: depth) holds at most its depth less one
+    rows and a row taken always has room: none is lost; the invariant of its thermometer
+    and queue. `taken` counts the rows taken, modulo a power of two above the depths.
+    Returns each branch's (rows given, level), counted as `taken` is."""
+    take = fork.rows.valid & fork.rows.ready
+    counts, fits = {}, []
+    for name, depth in branches.items():
+        out = getattr(fork, name)
+        given = counter(m, f"{name}_rows_given", out.valid & out.ready, len(taken))
+        level = (taken - given)[:len(taken)]
+        queue = child(fragment, f"{name}_queue")
+        prop(m, f"{name}_holds_at_most_depth_less_one", level <= depth - 1)
+        prop(m, f"{name}_row_taken_has_room", ~take | registers(queue)["has_room"])
+        _branch_invariant(m, name, registers(fragment)[f"{name}_filled"], queue, level)
+        fits.append(level <= depth - 2)
+        counts[name] = given, level
+    # `ready` is registered from the levels and the take before this edge's reads.
+    prop(m, "ready_only_with_room_everywhere",
+         ~registers(fragment)["ready"] | Cat(*fits).all())
+    return counts
 
 
 class _Followed:

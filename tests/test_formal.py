@@ -84,6 +84,8 @@ def test_proved_by_induction(tmp_path, group, depth, properties):
      "in_flight_told_of_each_end_once|completed_counts_each_command_taken_once"),
     ("drain_addrgen_copy_gm_to_ubuf", "abort_a_row_late",
      "rows_after_abort_at_most_bound|cut_copy_walked_row_is_its_last"),
+    ("drain_to_gm_side_copy_ubuf_to_gm", "room_one_row_late",
+     r"ready_only_with_room_everywhere|gm_rows_after_abort_at_most_bound"),
     ("addrgen_rows_numbered_copy_gm_to_ubuf", "last_a_row_early",
      r"row_only_of_a_copy_taken_and_not_ended|copies_unended_are_queued_or_walked"),
     ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),
