@@ -13,10 +13,11 @@ queue hold, and which lane of which of them holds the tracked byte."""
 
 from dataclasses import dataclass
 
-from amaranth.hdl import C, Cat, Module, Mux, Signal, Value
+from amaranth.hdl import C, Cat, Elaboratable, Module, Mux, Signal, Value
 from amaranth.lib import data
 from amaranth.asserts import AnyConst
 
+from hdl.datapath import aligner
 from hdl.datapath.aligner import (QUEUE_DEPTH, Aligner, _rotate_slices, _tag_layout,
                                   _word_index_bits, rotate_stages)
 from hdl.layouts import LEN_BITS
@@ -65,6 +66,48 @@ def aligner_harness(width_bytes):
         _invariant(m, m.submodules["dut"], record, facts, width_bytes)
         return m
     return build
+
+
+def rotator_harness(width_bytes):
+    """Each rotator stage's turn at W = `width_bytes`, as the aligner's _rotator calls it
+    (`_rotate_left` on the stage's bits [lo, hi) of the rotate amount, in units of 2^lo
+    lanes), on a free word and amount: on a free-but-fixed lane j, so on every lane, the
+    turned word's lane j is the word's lane j - amount * 2^lo (mod W)."""
+    shift = width_bytes.bit_length() - 1
+
+    def build(mutation):
+        m = Module()
+        turns = add_block(m, "turns", _Turns(width_bytes), mutation)
+        lane = Signal(shift, name="lane")
+        m.d.comb += lane.eq(AnyConst(shift))
+        for (lo, hi), value, amount, turned in zip(_rotate_slices(width_bytes), turns.words,
+                                                   turns.amounts, turns.turned):
+            free(m, value, amount)
+            prop(m, f"rotator_bits_{lo}_to_{hi}_turn_every_lane",
+                 turned.word_select(lane, 8)
+                 == value.word_select((lane - (amount << lo))[:shift], 8))
+        return m
+    return build
+
+
+class _Turns(Elaboratable):
+    """Each of an aligner's rotator stages' turn: `turned[i]` is stage i's turn of
+    `words[i]` by `amounts[i]`."""
+
+    def __init__(self, width_bytes):
+        slices = _rotate_slices(width_bytes)
+        self.words = [Signal(8 * width_bytes, name=f"word_{lo}") for lo, _ in slices]
+        self.amounts = [Signal(hi - lo, name=f"amount_{lo}") for lo, hi in slices]
+        self.turned = [Signal(8 * width_bytes, name=f"turned_{lo}") for lo, _ in slices]
+        self._units = [8 << lo for lo, _ in slices]
+
+    def elaborate(self, platform):
+        m = Module()
+        for word, amount, unit, turned in zip(self.words, self.amounts, self._units,
+                                              self.turned):
+            # Looked up as the aligner does, so a mutation patched into it is turned here.
+            m.d.comb += turned.eq(aligner._rotate_left(word, amount, unit))
+        return m
 
 
 def _words(first_off, length, width_bytes):
