@@ -70,6 +70,28 @@ def _word_index_bits(width_bytes):
     return ((width_bytes - 1 + (1 << EXTENT_BITS) - 2) >> offset_bits(width_bytes)).bit_length()
 
 
+def _start_bits(width_bytes):
+    """Bits of a row's first data byte counted from byte 0 of its first word."""
+    return max(LEFT_BITS, offset_bits(width_bytes)) + 1
+
+
+def spots_layout(width_bytes):
+    """The set-up stage's record of a row: its byte positions counted from byte 0 of its
+    first word, each of the row's words' counts one carry chain from them."""
+    shift = offset_bits(width_bytes)
+    first_bits = _start_bits(width_bytes) - shift + 1   # start[shift:] - 1, signed
+    return data.StructLayout({
+        "addr": ub_word_bits(width_bytes),
+        "head": shift,                      # first byte written
+        "first_m1": signed(first_bits),     # index of the first data word - 1
+        "first_zero": 1,                    # ... it is the first word
+        "data_end": EXTENT_BITS + 1,        # last data byte
+        "row_end": EXTENT_BITS + 1,         # last byte written
+        "pad8": 8 * PAD8_BYTES,
+        "last": 1,
+    })
+
+
 class PadInserter(wiring.Component):
     """Turns a row's aligned data words into the UB writes of the whole row.
 
@@ -249,18 +271,8 @@ class PadInserter(wiring.Component):
         m.d.comb += self.rows.ready.eq(ready)
         # Byte positions counted from byte 0 of the row's first word, each sum a
         # carry-save level or two in front of one carry chain (arith.sum_mod).
-        start_bits = max(LEFT_BITS, shift) + 1
-        first_bits = start_bits - shift + 1     # start[shift:] - 1, signed
-        spots = Signal(data.StructLayout({
-            "addr": ub_word_bits(width),
-            "head": shift,                      # first byte written
-            "first_m1": signed(first_bits),     # index of the first data word - 1
-            "first_zero": 1,                    # ... it is the first word
-            "data_end": EXTENT_BITS + 1,        # last data byte
-            "row_end": EXTENT_BITS + 1,         # last byte written
-            "pad8": 8 * PAD8_BYTES,
-            "last": 1,
-        }))
+        start_bits = _start_bits(width)
+        spots = Signal(spots_layout(width))
         head = row.ub_addr[:shift]
         left = row.left
         start = Signal(start_bits)              # first data byte
@@ -271,7 +283,7 @@ class PadInserter(wiring.Component):
             spots.head.eq(head),
             # (start >> shift) - 1, in two's complement (-1 when start is in word 0).
             spots.first_m1.eq(sum_mod([head, left, -(1 << shift)],
-                                      shift + first_bits)[shift:]),
+                                      shift + len(spots.first_m1))[shift:]),
             spots.first_zero.eq(start[shift:] == 0),
             spots.data_end.eq(sum_mod([row.length, head, left, -1], row_bits)),
             spots.row_end.eq(sum_mod([row.extent, head, -1], row_bits)),
