@@ -1,6 +1,7 @@
 """Every property group `make formal` proves, with the mutations each must catch."""
 
 from amaranth.hdl import C, Cat, Mux, Signal
+from amaranth.lib import stream
 
 from hdl import top
 from hdl.datapath import (aligner, axi_reader, axi_writer, completions, legalizer,
@@ -11,6 +12,7 @@ from hdl.intake.intake import ENGINE_PIPES, QUEUE_DEPTH, word_count
 from hdl.layouts import BUS_WIDTHS, EXTENT_BITS, IN_FLIGHT_DEPTH, Completion
 from hdl.lib.arith import sum_mod
 from hdl.lib.queue import BypassQueue, pass_or_queue
+from hdl.lib.stream import buffered_output
 from hdl.pipe import addrgen, checker, flags, in_flight
 from hdl.pipe.pipe import COPY_KIND, PipeController
 from model.isa import Opcode
@@ -27,7 +29,7 @@ from .intake import intake_harness
 from .line_writer import line_writer_harness
 from .loop_nest import nest_harness
 from .mte2_completions import mte2_completions_harness
-from .pad import pad_harness
+from .pad import PARTS as PAD_PARTS, pad_harness
 from .pipe_controller import pipe_controller_harness
 from .pipe_in_flight import in_flight_harness
 from .read_commands import reader_commands_harness
@@ -42,10 +44,11 @@ AXI_DEPTH = 1
 # limit as the issuer takes its (max_outstanding + 1)-th burst, one a cycle from step 1.
 AXI_MUTATION_DEPTH = 6
 SPLITTER_DEPTH = 4              # k-induction closes at 4 with the splitter's invariant
-# The pad stage's first UB word is at step 4, then one a cycle; yices takes 35 to 90 s
-# to depth 7 at W = 8 and 100 to 180 s to 6 at W = 32 (the engine's UB word), and each
-# further step is several times that.
-PAD_DEPTHS = {8: 7, 32: 6}
+# The pad stage's four groups (formal/pad.py's PARTS) close by k-induction at depth 1;
+# their mutations run by BMC to 8: a row taken at step 1 is set up at 3 and its first UB
+# word out at 5, its last data word a few words after.
+PAD_DEPTH = 1
+PAD_MUTATION_DEPTH = 8
 FLAGS_DEPTH = 2                 # sets a counter holds: 2 fill it within the bound
 # k-induction closes at 4; at 10 the base case holds a set lost or invented and seen.
 FLAGS_PROVE_DEPTH = 10
@@ -416,15 +419,45 @@ def _first_two_lanes_swapped(*parts):
     return Cat(*parts)
 
 
-PAD_MUTATIONS = (
-    Mutation("right_fill_one_byte_long", "the row's last byte written is extent, not "
-             "extent - 1", ((pad, "sum_mod", _row_end_one_byte_long),)),
-    Mutation("lanes_0_1_swapped", "the UB word's byte lanes 0 and 1 swapped",
-             ((pad, "Cat", _first_two_lanes_swapped),)),
-)
+def _data_counts_one_word_off(terms, width):
+    """The pad stage's sums of where the row's data starts and ends, as counted down from
+    its last word (data_on_p1, data_off_p1), each one more."""
+    if len(terms) == 3 and isinstance(terms[2], int) and terms[2] == 1:
+        terms = [*terms, 1]
+    return sum_mod(terms, width)
 
-WHY_PAD_BMC = ("induction would need the stage's two skid stages and its five copies of "
-               "the word sequencer tied to the harness's ring of rows")
+
+def _cmd_last_queued_on_every_rows_end(m, out, word, put, *args, **kwargs):
+    """The pad stage's output queue given each row's last word with `cmd_last` set."""
+    marked = Signal.like(word, name="cmd_last_on_every_rows_end")
+    m.d.comb += [marked.eq(word), marked.cmd_last.eq(word.last)]
+    return buffered_output(m, out, marked, put, *args, **kwargs)
+
+
+def _cmd_last_out_on_every_rows_end(m, out, word, put, *args, **kwargs):
+    """The pad stage's UB writes given `cmd_last` on each row's last word past its output
+    queue, whose registers are as they were."""
+    queued = stream.Signature(out.payload.shape()).create()
+    room = buffered_output(m, queued, word, put, *args, **kwargs)
+    m.d.comb += [out.valid.eq(queued.valid), queued.ready.eq(out.ready),
+                 out.payload.eq(queued.payload), out.payload.cmd_last.eq(queued.payload.last)]
+    return room
+
+
+PAD_MUTATIONS = {
+    "setup": (Mutation("right_fill_one_byte_long", "the row's last byte written is extent, "
+                       "not extent - 1", ((pad, "sum_mod", _row_end_one_byte_long),)),),
+    "sequencer": (Mutation("data_counts_one_word_off", "the row's data words counted a "
+                           "word off", ((pad, "sum_mod", _data_counts_one_word_off),)),),
+    "queue": (Mutation("lanes_0_1_swapped", "the UB word's byte lanes 0 and 1 swapped",
+                       ((pad, "Cat", _first_two_lanes_swapped),)),
+              Mutation("cmd_last_on_every_rows_end", "each row's last word queued with "
+                       "cmd_last", ((pad, "buffered_output",
+                                     _cmd_last_queued_on_every_rows_end),))),
+    "stage": (Mutation("ub_cmd_last_on_every_rows_end", "each row's last UB write given "
+                       "cmd_last past the output queue",
+                       ((pad, "buffered_output", _cmd_last_out_on_every_rows_end),)),),
+}
 
 
 class _SetLostWithGrant(flags._Counter):
@@ -811,8 +844,9 @@ PROOFS = (
             CHECKER_MUTATIONS) for pipe in ENGINE_PIPES),
     *(Proof(f"burst_splitter_w{width}", splitter_harness(width), "prove", SPLITTER_DEPTH,
             (CROSS_4K,)) for width in BUS_WIDTHS),
-    *(Proof(f"pad_stage_w{width}", pad_harness(width), "bmc", depth, PAD_MUTATIONS,
-            WHY_PAD_BMC) for width, depth in PAD_DEPTHS.items()),
+    *(Proof(f"pad_{part}_w{width}", pad_harness(width, part), "prove", PAD_DEPTH,
+            PAD_MUTATIONS[part], mutation_depth=PAD_MUTATION_DEPTH)
+      for width in BUS_WIDTHS for part in PAD_PARTS),
     Proof("command_intake", intake_harness(), "prove", INTAKE_DEPTH, INTAKE_MUTATIONS),
     Proof("dispatcher", dispatcher_harness(QUEUE_DEPTH), "prove", DISPATCHER_DEPTH,
           DISPATCHER_MUTATIONS, mutation_depth=DISPATCHER_MUTATION_DEPTH),
