@@ -93,24 +93,24 @@ class EventFlags(wiring.Component):
     Timing: the counters' lookups never start at the pipes' command decoding, and
     counting a set is one gate from registers. A set is taken into a register, the room
     of the counter it names is looked up from there into another, and the set is counted
-    on the next edge it is held with room looked up for it the cycle before. `counted` is
-    a register, high the cycle after; the held register still shows the same set then,
-    which `counted` keeps from being counted again, and the pipe offers no set that cycle,
-    so no two sets are taken for one. So a pipe's set_flag takes four cycles, and a wait
-    on a counter that is zero is granted at the earliest four cycles after its set was
-    offered. A wait is taken into a register of the flags' own too, and decided from it
-    on every cycle it holds a wait shown the cycle before and not granted since: it is
-    granted if its counter is non-zero. `granted` is a register, high the cycle after
-    the decision, so a wait shown at cycle t is granted at t + 2 at the earliest, and a
-    pipe's successive waits at most every third cycle. The counter takes the flag off on
-    the edge after `granted` shows, from that register and the wait's held (pipe,
-    event), so neither the grant's lookup nor the counters' update starts at the pipe's
-    command queue. Only that waiter takes off that counter, and it is not decided again
-    before then, so no wait sees a flag already granted; a set held on a full counter
-    sees the place freed in its room lookup the cycle after the edge. The ports'
-    `counted` and `granted` are `RegisterCopy`s of the registers this block decides
-    with, so they sit by the pipe's command handshake, which they feed, and not by the
-    counters.
+    on the next edge it is held with room looked up for it the cycle before. `counted`
+    is a register, high the cycle after; the held register still shows the same set
+    then, which `counted` keeps from being counted again, and the pipe offers no set
+    that cycle, so no two sets are taken for one. So a pipe's set_flag takes five cycles
+    (the pipe takes the command the cycle after `counted`), and a wait on a counter that
+    is zero is granted at the earliest four cycles after its set was offered. A wait is
+    taken into a register of the flags' own too, and decided from it on every cycle it
+    holds a wait shown the cycle before and not granted since: it is granted if its
+    counter is non-zero. `granted` is a register, high the cycle after the decision, so
+    a wait shown at cycle t is granted at t + 2 at the earliest, and a pipe's successive
+    waits at most every third cycle. The counter takes the flag off on the edge after
+    `granted` shows, from that register and the wait's held (pipe, event), so neither
+    the grant's lookup nor the counters' update starts at the pipe's command queue. Only
+    that waiter takes off that counter, and it is not decided again before then, so no
+    wait sees a flag already granted; a set held on a full counter sees the place freed
+    in its room lookup the cycle after the edge. The ports' `counted` and `granted` are
+    `RegisterCopy`s of the registers this block decides with, so they sit by the pipe's
+    command handshake, which they feed, and not by the counters.
 
     A flag whose other side is Pipe.EXTERNAL (a pipe this engine does not have) does
     nothing: such a set changes no counter and such a wait is granted at once (two cycles

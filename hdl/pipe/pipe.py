@@ -46,15 +46,15 @@ class StatusSignature(wiring.Signature):
         })
 
 
-def _ready_by_kind(kind0, kind1, checker_ready, counted, granted):
+def _ready_by_kind(kind0, kind1, checker_ready, answered):
     """Whether a pipe takes the command at its head now, by the command's kind (bits of
-    its CommandKind): as logic on 1-bit values and, through `truth_table`, a table."""
-    immediate, copy, set_flag, wait_flag = (
+    its CommandKind): as logic on 1-bit values and, through `truth_table`, a table. A
+    set_flag, rls_buf, wait_flag or get_buf is taken the cycle after its answer
+    (`answered`, a register)."""
+    immediate, copy = (
         (kind0 if k.value & 1 else ~kind0) & (kind1 if k.value & 2 else ~kind1)
-        for k in (CommandKind.IMMEDIATE, CommandKind.COPY, CommandKind.SET_FLAG,
-                  CommandKind.WAIT_FLAG))
-    return (immediate | (copy & checker_ready) | (set_flag & counted)
-            | (wait_flag & granted))
+        for k in (CommandKind.IMMEDIATE, CommandKind.COPY))
+    return immediate | (copy & checker_ready) | (~immediate & ~copy & answered)
 
 
 class PipeController(wiring.Component):
@@ -99,10 +99,12 @@ class PipeController(wiring.Component):
     Timing: what crosses to other blocks or fans out wide is registered. A checked copy
     starts on the cycle its result arrives if the checker announced it as passing the
     cycle before and it was clear to start then, else a cycle after the result was first
-    seen clear to start (`cleared`). A command's end is registered before it counts in
-    `completed` or records an error, and `busy` covers that cycle. A Completion, which
-    every datapath offers from a register, counts, and leaves the count of copies in
-    flight, on the cycle it is offered (InFlight).
+    seen clear to start (`cleared`). A set_flag, rls_buf, wait_flag or get_buf is taken
+    the cycle after the flags or the token table answer it, from a register of the
+    answer. A command's end is registered before it counts in `completed` or records an
+    error, and `busy` covers that cycle. A Completion, which every datapath offers from
+    a register, counts, and leaves the count of copies in flight, on the cycle it is
+    offered (InFlight).
     """
 
     def __init__(self, pipe, profile, width_bytes=32, in_flight=IN_FLIGHT_DEPTH,
@@ -222,17 +224,23 @@ class PipeController(wiring.Component):
             self.token_rls.buf_id.eq(op_fields(cmd, Opcode.RLS_BUF).buf_id),
         ]
         # A set_flag and an rls_buf, a wait_flag and a get_buf, share a kind; one answer
-        # of each pair can be high, for the command that asked.
+        # of each pair can be high, for the command that asked. The answer is taken
+        # into `answered`, and the command the cycle after, so `cmd.ready` is a choice
+        # among registers by the pipe: no answer's route from the flags or the token
+        # table reaches the dispatcher's queue. Neither answer can come again that
+        # cycle, as no set or wait was offered the cycle before.
         counted = self.flag_set.counted | self.token_rls.released
         granted = self.flag_wait.granted | self.token_get.granted
+        answered = Signal()
+        m.d.sync += answered.eq(counted | granted)
         releasing = cmd.opcode == Opcode.RLS_BUF
         getting = cmd.opcode == Opcode.GET_BUF
         kind = self.cmd.payload.kind
         # `cmd.ready` is one slice, a KeptLut: the dispatcher's queue, far from the pipe,
         # takes it as one net, and ABC cannot spread it over the queue's logic.
-        ready = m.submodules.ready = KeptLut(5, truth_table(_ready_by_kind, 5))
+        ready = m.submodules.ready = KeptLut(4, truth_table(_ready_by_kind, 4))
         m.d.comb += [
-            ready.a.eq(Cat(kind.as_value(), checker.request.ready, counted, granted)),
+            ready.a.eq(Cat(kind.as_value(), checker.request.ready, answered)),
             self.cmd.ready.eq(ready.z),
         ]
         with m.Switch(kind):
@@ -240,18 +248,22 @@ class PipeController(wiring.Component):
                 m.d.comb += checker.request.valid.eq(valid)
             with m.Case(CommandKind.SET_FLAG):
                 # Another pipe waits on it: this pipe's writes must be committed first.
-                # The set seen on the cycle it is counted must not be offered again.
-                offer = valid & idle & ~counted
+                # The set is not offered again on the cycle it is counted, nor on the
+                # one after, as it is taken.
+                offer = valid & idle & ~counted & ~answered
                 m.d.comb += [
                     self.flag_set.valid.eq(offer & ~releasing),
                     self.token_rls.valid.eq(offer & releasing),
-                    finished.eq(valid & counted),
+                    finished.eq(valid & answered),
                 ]
             with m.Case(CommandKind.WAIT_FLAG):
+                # Shown until granted; not on the cycle after, as it is taken, or the
+                # flags or the token table would decide it again.
+                asking = valid & ~answered
                 m.d.comb += [
-                    self.flag_wait.valid.eq(valid & ~getting),
-                    self.token_get.valid.eq(valid & getting),
-                    finished.eq(valid & granted),
+                    self.flag_wait.valid.eq(asking & ~getting),
+                    self.token_get.valid.eq(asking & getting),
+                    finished.eq(valid & answered),
                 ]
             with m.Case(CommandKind.IMMEDIATE):
                 # Register writes (which `_registers` sends to the register file) and
