@@ -5,7 +5,8 @@ walking, it hands out at most `ROWS_AFTER_ABORT` more rows of that copy, the las
 marked `last`; a request for a copy no longer walked changes nothing of the rows (the
 copy's last row is already made)."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.asserts import AnyConst
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data
 
 from hdl.layouts import COPY_SEQ_BITS, RowJob
@@ -40,32 +41,42 @@ def _numbered_generator(m, kind, width_bytes, mutation):
 
 def drain_harness(kind, width_bytes):
     """Copies of any geometry (held until taken), any abort requests, `rows` taken at
-    will: the rows of a copy from its abort request on are at most ROWS_AFTER_ABORT."""
+    will: following a free-but-fixed copy number (so every copy), the rows of that copy
+    from its abort request on are at most ROWS_AFTER_ABORT."""
     def build(mutation):
         m = Module()
         dut, taken, ended = _numbered_generator(m, kind, width_bytes, mutation)
-        rows = dut.rows
-        row_goes = rows.valid & rows.ready
-        last_taken = (taken - 1)[:COPY_SEQ_BITS]
-        cut = Signal(name="cut")                       # an abort names a copy not ended
-        cut_copy = Signal(COPY_SEQ_BITS, name="cut_copy")
-        rows_after = Signal(range(ROWS_AFTER_ABORT + 2), name="rows_after")
-        named = dut.abort.valid & (dut.abort.copy == last_taken) & (taken != ended)
-        starts = named & ~cut
-        copy = Mux(starts, last_taken, cut_copy)
-        of_copy = row_goes & (ended == copy) & (cut | starts)
-        counted = rows_after + of_copy
-        with m.If(starts):
-            m.d.sync += [cut.eq(1), cut_copy.eq(last_taken)]
-        with m.If(cut | starts):
-            m.d.sync += rows_after.eq(counted)
-        with m.If(of_copy & rows.payload.last):
-            m.d.sync += [cut.eq(0), rows_after.eq(0)]
-        prop(m, "rows_after_abort_at_most_bound", counted <= ROWS_AFTER_ABORT)
-        drain_invariant(m, registers(m.submodules["dut"]), taken, ended,
-                         (cut, cut_copy, rows_after))
+        followed = Signal(COPY_SEQ_BITS, name="followed_copy")
+        m.d.comb += followed.eq(AnyConst(COPY_SEQ_BITS))
+        drain_record(m, dut, registers(m.submodules["dut"]), (taken, ended), followed)
         return m
     return build
+
+
+def drain_record(m, generator, walk, counts, followed):
+    """The rows of copy `followed` that `generator` (its registers `walk`) hands out from
+    the first abort request naming it while it is walked: at most ROWS_AFTER_ABORT, with
+    the invariant that closes the induction. `counts` are the copies taken and ended,
+    numbered from 0. Returns (starts, cut, of_copy, rows_after): that request's cycle,
+    whether the copy's rows drain, a row of it going out, and those gone before."""
+    taken, ended = counts
+    rows = generator.rows
+    last_taken = (taken - 1)[:COPY_SEQ_BITS]
+    cut = Signal(name="cut")
+    rows_after = Signal(range(ROWS_AFTER_ABORT + 2), name="rows_after")
+    named = generator.abort.valid & (generator.abort.copy == last_taken) & (taken != ended)
+    starts = named & ~cut & (last_taken == followed)
+    of_copy = rows.valid & rows.ready & (ended == followed) & (cut | starts)
+    counted = rows_after + of_copy
+    with m.If(starts):
+        m.d.sync += cut.eq(1)
+    with m.If(cut | starts):
+        m.d.sync += rows_after.eq(counted)
+    with m.If(of_copy & rows.payload.last):
+        m.d.sync += [cut.eq(0), rows_after.eq(0)]
+    prop(m, "rows_after_abort_at_most_bound", counted <= ROWS_AFTER_ABORT)
+    _drain_invariant(m, walk, taken, ended, (cut, followed, rows_after))
+    return starts, cut, of_copy, rows_after
 
 
 def _walk_invariant(m, walk, taken, ended):
@@ -84,7 +95,7 @@ def _walk_invariant(m, walk, taken, ended):
     return queued
 
 
-def drain_invariant(m, walk, taken, ended, cut_state):
+def _drain_invariant(m, walk, taken, ended, cut_state):
     """What closes the drain's induction beside _walk_invariant: while a cut copy drains,
     its rows counted, queued and still to be walked are at most the bound, the walked row
     its last."""

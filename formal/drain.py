@@ -7,7 +7,7 @@ rows it hands out from the request on) plus the rows the GM branch's queue holds
 (`ROW_QUEUE` - 1).
 
 Induction closes with the drain group's invariant of the generator
-(`formal.addrgen.drain_invariant`), the row fork's of its queues, and an invariant
+(`formal.addrgen.drain_record`, which asserts its bound too), the row fork's of its queues, and an invariant
 numbering the copies of the rows the GM queue holds."""
 
 from amaranth.asserts import AnyConst
@@ -20,7 +20,7 @@ from hdl.datapath.rowfork import RowFork
 from hdl.layouts import COPY_SEQ_BITS
 from hdl.pipe.addrgen import AddressGenerator
 
-from .addrgen import ROWS_AFTER_ABORT, drain_invariant
+from .addrgen import ROWS_AFTER_ABORT, drain_record
 from .gm_side import queue_entries
 from .inputs import free, free_stream
 from .props import add_block, child, counter, prop, registers
@@ -47,7 +47,8 @@ def drain_chain_harness(kind, width_bytes):
         counts = _copy_counts(m, generator, fork)
         followed = Signal(COPY_SEQ_BITS, name="followed_copy")
         m.d.comb += followed.eq(AnyConst(COPY_SEQ_BITS))
-        generator_side = _generator_drain(m, generator, counts, followed)
+        generator_side = drain_record(m, generator, registers(m.submodules["generator"]),
+                                      (counts["taken"], counts["ended"]), followed)
         _gm_drain(m, fork, counts, followed, generator_side)
         return m
     return build
@@ -76,30 +77,6 @@ def _copy_counts(m, generator, fork):
         "gm_ended": counter(m, "copies_ended_on_gm", gm.valid & gm.ready & gm.payload.last,
                             COPY_SEQ_BITS),
     }
-
-
-def _generator_drain(m, generator, counts, followed):
-    """The drain group's record at the generator's output (formal/addrgen.py), for the
-    copy numbered `followed` (free but fixed, so every copy), and its invariant. Returns
-    (starts, cut, of_copy): the first abort request naming that copy while it is walked,
-    whether its rows drain out of the generator, and a row of it going into the fork."""
-    taken, ended = counts["taken"], counts["ended"]
-    rows = generator.rows
-    last_taken = (taken - 1)[:COPY_SEQ_BITS]
-    cut = Signal(name="cut")
-    rows_after = Signal(range(ROWS_AFTER_ABORT + 2), name="rows_after")
-    named = generator.abort.valid & (generator.abort.copy == last_taken) & (taken != ended)
-    starts = named & ~cut & (last_taken == followed)
-    of_copy = rows.valid & rows.ready & (ended == followed) & (cut | starts)
-    with m.If(starts):
-        m.d.sync += cut.eq(1)
-    with m.If(cut | starts):
-        m.d.sync += rows_after.eq(rows_after + of_copy)
-    with m.If(of_copy & rows.payload.last):
-        m.d.sync += [cut.eq(0), rows_after.eq(0)]
-    drain_invariant(m, registers(m.submodules["generator"]), taken, ended,
-                     (cut, followed, rows_after))
-    return starts, cut, of_copy, rows_after
 
 
 def _gm_drain(m, fork, counts, followed, generator_side):
