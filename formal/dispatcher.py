@@ -61,8 +61,8 @@ def _pipe_order(m, dut, fragment, i, pipe, followed, tickets):
     free(m, out.ready)
     stream_rule(m, prop, name, out)
     commands = dut.commands
-    taken = counter(m, f"{name}_taken", commands.valid & commands.ready
-                    & commands.payload.enters[i], NUMBER_BITS)
+    take = commands.valid & commands.ready & commands.payload.enters[i]
+    taken = counter(m, f"{name}_taken", take, NUMBER_BITS)
     given = counter(m, f"{name}_given", out.valid & out.ready, NUMBER_BITS)
     level = (taken - given)[:NUMBER_BITS]
     number, value = followed
@@ -73,8 +73,7 @@ def _pipe_order(m, dut, fragment, i, pipe, followed, tickets):
     m.d.comb += [offered.entry.eq(commands.payload.entry),
                  offered.kind.eq(commands.payload.kind)]
     get_buf_of_the_id, gets = tickets
-    with m.If(commands.valid & commands.ready & commands.payload.enters[i]
-              & (taken == number)):
+    with m.If(take & (taken == number)):
         m.d.sync += [tracked.eq(offered.as_value() == value.as_value()),
                      of_the_id.eq(get_buf_of_the_id), its_ticket.eq(gets)]
 
