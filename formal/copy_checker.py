@@ -4,17 +4,18 @@ results, which the address generator's loop nest group assumes of the copies it 
 (formal/loop_nest.py, `nest_flags_hold`), proved of the real block: requests and the
 results' `ready` free, the rules and geometry worked out as they are."""
 
-from amaranth.hdl import Const, Module, Mux
+from amaranth.hdl import Array, Const, Module, Mux
 from amaranth.lib import data
 from amaranth.lib.wiring import Flow
 
-from hdl.pipe.checker import LOOP_COUNTS, CopyChecker, has_loops, request_layout
-from model.isa import DEFAULT_PROFILE
+from hdl.pipe.checker import (COUNT_FLAGS, LOOP_COUNTS, CopyChecker, has_loops, queued_layout,
+                              request_layout)
+from model.isa import DEFAULT_PROFILE, ErrorCode
 
 from .inputs import free_ports
 from .loop_nest import count_flags_hold, nest_flags_hold, second_row_ends_hold
 from .pipe_stand_ins import CheckerRecord, checker_contract
-from .props import add_block, prop, registers
+from .props import add_block, child, prop, registers
 
 
 def copy_checker_harness(kind, width_bytes):
@@ -22,51 +23,84 @@ def copy_checker_harness(kind, width_bytes):
         m = Module()
         dut = add_block(m, "dut", CopyChecker(kind, DEFAULT_PROFILE, width_bytes), mutation)
         free_ports(m, dut, Flow.In)
-        record = CheckerRecord()
+        record = CheckerRecord(dut.holds)
         checker_contract(m, prop, dut, record)
-        state = registers(m.submodules["dut"])
-        _handshake_invariant(m, state, dut, record)
         prop(m, "checker_result_flags_are_its_counts",
              ~dut.result.valid | nest_flags_hold(dut.result.payload.geom))
-        _count_flags_invariant(m, state, dut)
+        top = registers(m.submodules["dut"])
+        stages = registers(child(m.submodules["dut"], "evaluation"))
+        queued = _queue_invariant(m, top, dut, record)
+        _stages_invariant(m, stages, dut, record, queued)
         return m
     return build
 
 
-def _handshake_invariant(m, state, dut, record):
-    """What closes the induction: a copy is evaluated from its accept (`age` 1) until it
-    loads into the result register (at `age` latency - 1, `load`, only while that is
-    free), and its request register holds its index; `ready` is "none evaluated, or one
-    loads"."""
-    age, load, valid = state["age"], state["load"], dut.result.valid
-    evaluated = age != 0
-    prop(m, "checker_age_within_latency", age < dut.latency)
-    prop(m, "checker_holds_its_result_and_the_copy_evaluated",
-         record.held == valid + evaluated)
-    prop(m, "checker_loads_at_the_last_stage_into_a_free_result",
-         ~load | ((age == dut.latency - 1) & ~valid))
-    prop(m, "checker_ready_while_none_evaluated_or_one_loads",
-         state["ready"] == ((age == 0) | load))
-    request = data.View(request_layout(dut.kind), state["held"])
-    prop(m, "checker_request_register_holds_the_copy_evaluated", ~evaluated
-         | (request.index == Mux(valid, record.indices[1], record.indices[0])))
+def _queue_invariant(m, top, dut, record):
+    """What closes the induction at the output queue: its two entries hold the oldest
+    copies, head first, each with its verdict and count flags; the count of copies held
+    is the record's. Returns how many the queue holds."""
+    full, rd, wr = top["result_full"], top["result_rd"], top["result_wr"]
+    entries = [data.View(queued_layout(dut.kind), top[f"result{i}"]) for i in range(2)]
+    queued = full[0] + full[1]
+    prop(m, "checker_count_is_the_copies_held", top["held"] == record.held)
+    prop(m, "checker_queue_head_full_unless_empty", (queued == 0) | full.bit_select(rd, 1))
+    prop(m, "checker_queue_writes_behind_its_copies", wr == (rd ^ (queued == 1)))
+    prop(m, "checker_queue_room_and_valid",
+         (top["result_room"] == ~full.bit_select(wr, 1))
+         & (top["result_valid"] == full.bit_select(rd, 1)))
+    for i, entry in enumerate(entries):
+        result = entry.result
+        passes = (result.error == ErrorCode.NONE) & ~result.geom.empty
+        prop(m, f"checker_queue_entry_{i}_verdict_and_flags", ~full[i]
+             | ((entry.passes == passes) & nest_flags_hold(result.geom)))
+    index = [entry.result.index for entry in entries]
+    prop(m, "checker_queue_head_is_the_oldest",
+         (queued == 0) | (Mux(rd, index[1], index[0]) == record.indices[0]))
+    prop(m, "checker_queue_second_is_the_next",
+         (queued != 2) | (Mux(rd, index[0], index[1]) == record.indices[1]))
+    return queued
 
 
-def _count_flags_invariant(m, state, dut):
-    """What closes the count flags' induction: the flags of the copy evaluated are its
-    counts' from stage 2 (`_many`, `_two`, `empty`) and 3 (`_second_end`) on, as the
-    request register holds it until it loads."""
-    request = data.View(request_layout(dut.kind), state["held"])
+def _stages_invariant(m, stages, dut, record, queued):
+    """What closes the induction in the evaluation: the copies held are those queued and
+    one per valid stage, each stage's the next older than the stage before it; a stage's
+    count flags (from stage 2; whether the second row ends each level from 3) are its
+    copy's counts'."""
+    last = dut.latency - 1
+    valid = [stages[f"valid_{k}"] for k in range(1, last + 1)]
+    prop(m, "checker_holds_its_queue_and_stages", record.held == queued + sum(valid))
+    for k in range(1, last + 1):
+        request = data.View(request_layout(dut.kind), stages[f"held_{k}"])
+        # Copies in later stages are older: this one's place in the record is behind them.
+        place = queued + sum(valid[k:])
+        prop(m, f"checker_stage_{k}_holds_its_copy", ~valid[k - 1]
+             | (request.index == Array(record.indices)[place]))
+        if k < 2:
+            continue
+        geom = _stage_flags(stages, dut.kind, request, k)
+        holds = count_flags_hold(geom)
+        if k >= 3:
+            holds &= second_row_ends_hold(geom)
+        prop(m, f"checker_stage_{k}_count_flags", ~valid[k - 1] | holds)
+
+
+def _stage_flags(stages, kind, request, stage):
+    """The counts of the copy at `stage` and the flags that stage holds of them."""
     fields = request.fields
     counts = {"n_burst": fields.n_burst, "loop1_count": Const(1), "loop2_count": Const(1)}
-    if has_loops(dut.kind):
+    if has_loops(kind):
         counts.update(loop1_count=request.regs.loop1_count,
                       loop2_count=request.regs.loop2_count)
-    # A UB->UB copy's loop counts are 1: their `_many` and `_two` are 0, with no register.
-    flags = {f"{name}_{flag}": state.get(f"{name}_{flag}", Const(0, 1))
-             for name in LOOP_COUNTS for flag in ("many", "two", "second_end")}
-    geom = {**counts, **flags, "len_burst": fields.len_burst, "empty": state["empty"]}
-    age = state["age"]
-    prop(m, "checker_count_flags_of_the_copy_evaluated", (age < 2) | count_flags_hold(geom))
-    prop(m, "checker_second_row_ends_of_the_copy_evaluated",
-         (age < 3) | second_row_ends_hold(geom))
+
+    def at(name, first):
+        return stages[name if stage == first else f"{name}_s{stage}"]
+
+    geom = {**counts, "len_burst": fields.len_burst, "empty": at("empty", 2)}
+    for name in LOOP_COUNTS:
+        for flag, test in COUNT_FLAGS.items():
+            # A UB->UB copy's loop counts are 1: their flags are constants, no register.
+            geom[f"{name}_{flag}"] = (at(f"{name}_{flag}", 2) if name in ("n_burst",)
+                                      or has_loops(kind) else Const(test(1), 1))
+        if stage >= 3:
+            geom[f"{name}_second_end"] = at(f"{name}_second_end", 3)
+    return geom

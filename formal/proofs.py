@@ -88,13 +88,13 @@ ROWFORK_DEPTH = 8
 PIPE_IN_FLIGHT = IN_FLIGHT_DEPTH
 PIPE_IN_FLIGHT_DEPTH = 1
 # The pipe controller's induction closes at depth 2 (InFlight's completed count's step
-# register is the ends of the cycle before); its mutations run by BMC to twice the limit
-# + 2: a pipe starts a copy every other cycle at most, so the start past the limit is
-# offered at step 2 * limit + 1.
+# register is the ends of the cycle before); its mutations run by BMC to the limit + 2:
+# a pipe starts a copy per cycle at most, so the start past the limit is offered at step
+# limit + 1 (BMC to the limit + 1 does not reach it).
 PIPE_CONTROLLER_DEPTH = 2
-PIPE_CONTROLLER_MUTATION_DEPTH = 2 * PIPE_IN_FLIGHT + 2
+PIPE_CONTROLLER_MUTATION_DEPTH = PIPE_IN_FLIGHT + 2
 # CopyChecker's guarantees to the pipe close by k-induction at depth 1; at 8 the base
-# case holds two copies checked one after the other (5 cycles each at most).
+# case holds a full pipeline and queue (6 copies) and one taken after them.
 CHECKER_CONTRACT_DEPTH = 8
 # The aligner's "any byte" contract closes by k-induction at depth 1 with its invariant;
 # its mutations run by BMC to 7 + L, L the rotator's stages, which holds their
@@ -713,19 +713,21 @@ PIPE_CONTROLLER_MUTATIONS = (
 )
 
 
-def _ready_while_evaluating(handshake):
-    """The checker's `request.ready` high on every cycle (the later assignment wins)."""
-    def patched(self, m, accept, latency):
-        load = handshake(self, m, accept, latency)
-        m.d.comb += self.request.ready.eq(1)
-        return load
+def _room_always(buffered_output):
+    """The checker's output queue read as always having room: the evaluation advances,
+    takes a request and puts a result while both entries are full."""
+    def patched(*args, **kwargs):
+        buffered_output(*args, **kwargs)
+        return C(1, 1)
     return patched
 
 
-def _reloaded_while_waiting(handshake):
-    """The checker's result register loaded again while its result waits to be taken."""
-    def patched(self, m, accept, latency):
-        return handshake(self, m, accept, latency) | self.result.valid
+def _carried_a_stage_short(carry):
+    """A value worked out for one stage of the checker, read at a later stage from the
+    register a stage before it: another copy's value."""
+    def patched(self, chain, stage, name):
+        carry(self, chain, stage, name)
+        return chain[max(min(chain), stage - 1)]
     return patched
 
 
@@ -738,13 +740,11 @@ def _loop1_steps_after_one_burst(many, two):
 
 
 CHECKER_MUTATIONS = (
-    *(Mutation(name, what, ((checker.CopyChecker, "_handshake",
-                             patch(checker.CopyChecker._handshake)),))
-      for name, what, patch in (
-          ("ready_while_evaluating", "a request is taken while a copy is evaluated",
-           _ready_while_evaluating),
-          ("result_reloaded_while_waiting", "the result register loads again while its "
-           "result waits to be taken", _reloaded_while_waiting))),
+    Mutation("room_while_full", "a request taken and a result put with the output queue "
+             "full", ((checker, "buffered_output", _room_always(checker.buffered_output)),)),
+    Mutation("carried_a_stage_short", "a value worked out for one stage read at a later "
+             "stage from the register a stage before: another copy's",
+             ((checker._Stages, "_carry", _carried_a_stage_short(checker._Stages._carry)),)),
     Mutation("loop1_steps_after_one_burst", "the second row of a copy of one row per "
              "burst loop taken as a loop1 step, even with loop1's count 1",
              ((checker, "second_row_ends", _loop1_steps_after_one_burst),)),
