@@ -10,6 +10,7 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data
 
 from hdl.layouts import COPY_SEQ_BITS, RowJob
+from hdl.pipe import addrgen
 from hdl.pipe.addrgen import AddressGenerator
 from hdl.pipe.addrgen import _row_fields as addrgen_row_fields
 from hdl.pipe.checker import checked_copy_layout
@@ -17,6 +18,7 @@ from hdl.pipe.checker import checked_copy_layout
 from .gm_side import output_queue_entries
 from .inputs import free, free_stream
 from .props import add_block, counter, follow, prop, registers
+from .runner import Mutation
 
 # Rows of a copy on `rows` from the cycle its abort request comes: those in the output
 # queue or made on that cycle (two at most: a row is made only while the queue has room)
@@ -174,3 +176,66 @@ def _numbered_invariant(m, kind, walk, counts, queued, followed):
          (~(head_held & (ended == followed.number)) | _carries(m, head, followed.payload))
          & (~(second_held & (second_copy == followed.number))
             | _carries(m, second, followed.payload)))
+
+
+def _abort_decode(abort, registered, as_it_comes):
+    """The address generator's abort decode with the request it registers and the one
+    it sees as it comes each kept or replaced by a signal nothing sets."""
+    def patched(self, m, walking):
+        number, aborted, hit = abort(self, m, walking)
+        return (number, aborted if registered else Signal(name="never_aborted"),
+                hit if as_it_comes else Signal(name="never_hit"))
+    return patched
+
+
+def _abort_mutation(name, what, registered, as_it_comes):
+    decode = _abort_decode(addrgen.AddressGenerator._abort, registered, as_it_comes)
+    return Mutation(name, what, ((addrgen.AddressGenerator, "_abort", decode),))
+
+
+DRAIN_MUTATIONS = (
+    _abort_mutation("abort_ignored", "the address generator ignores abort requests",
+                    False, False),
+    _abort_mutation("abort_a_row_late", "an abort request acts once registered, a row "
+                    "later", True, False),
+)
+
+
+def _last_a_row_early(walked_last, row_fields):
+    """The address generator's walked row marked `last` when the row after it is the
+    copy's last, which still follows it."""
+    next_is_last = []
+
+    def patched_walked_last(job, at_one, at_end, step):
+        next_is_last.append(walked_last(job, at_one, at_end, step))
+        return next_is_last[-1]
+
+    def patched_row_fields(self, m, row, job, walking, ending, first_ending):
+        early = Signal(name="last_a_row_early")
+        m.d.comb += early.eq(ending | next_is_last[-1])
+        return row_fields(self, m, row, job, walking, early, first_ending)
+    return ((addrgen.AddressGenerator, "_walked_last", staticmethod(patched_walked_last)),
+            (addrgen.AddressGenerator, "_row_fields", patched_row_fields))
+
+
+def _first_row_from_the_walk(row_fields):
+    """A copy's first row made from the register the walk loads, which holds the copy
+    offered a cycle before: a copy taken as it is offered gives its first row the fields
+    of the copy before."""
+    def patched(self, m, row, job, walking, ending, first_ending):
+        first_sid = row_fields(self, m, row, job, walking, ending, first_ending)
+        with m.If(~walking):
+            m.d.comb += addrgen._row_fields(row, job, last=first_ending, new_sid=first_sid)
+        return first_sid
+    return patched
+
+
+ROWS_NUMBERED_MUTATIONS = (
+    Mutation("last_a_row_early", "the row before a copy's last marked `last` too",
+             _last_a_row_early(addrgen.AddressGenerator._walked_last,
+                               addrgen.AddressGenerator._row_fields)),
+    Mutation("first_row_a_copy_late", "a copy's first row made from the walk's register, "
+             "which holds the copy offered a cycle before",
+             ((addrgen.AddressGenerator, "_row_fields",
+               _first_row_from_the_walk(addrgen.AddressGenerator._row_fields)),)),
+)

@@ -25,6 +25,7 @@ from hdl.layouts import LEN_BITS
 from .gm_side import output_queue_entries
 from .inputs import free, free_stream
 from .props import add_block, assume, child, prop, registers, stream_rule
+from .runner import Mutation
 
 COUNT_BITS = LEN_BITS + 2       # word counts and byte positions of a row, with room
 
@@ -449,3 +450,31 @@ def _data_invariant(m, regs, record, facts, counts, width_bytes):
         prop(m, f"aligner_output_entry_{i}_holds_its_word",
              ~full[i] | _dst_word_holds(data.View(layout, regs[f"out{i}"]), k, record,
                                         facts, width_bytes))
+
+
+def _rotated_one_lane_more(rotate_left):
+    def patched(value, amount, unit):
+        return rotate_left(value, amount, unit).rotate_left(unit)
+    return patched
+
+
+ROTATOR_OFF = Mutation("rotator_one_lane_off", "each rotator stage turns one lane more",
+                       ((aligner, "_rotate_left", _rotated_one_lane_more(aligner._rotate_left)),))
+
+
+def _first_kept_on_a_new_row(output_control):
+    """The merge's `first` not set when a new head row loads: it is set at reset, so the
+    first row is right, and a row after one of two or more output words starts at k > 0."""
+    def patched(m, merge, ring, filling, loading, index_bits):
+        first_next, last_next, uses_hi_next = output_control(m, merge, ring, filling,
+                                                             loading, index_bits)
+        kept = Signal()
+        m.d.comb += kept.eq(Mux(loading[1], merge.first, first_next))
+        m.d.sync += merge.first.eq(kept)
+        return kept, last_next, uses_hi_next
+    return staticmethod(patched)
+
+
+FIRST_KEPT = Mutation("first_kept_on_a_new_row", "the merge's `first` is not set when "
+                      "the next row's head loads", ((aligner.Aligner, "_output_control",
+                      _first_kept_on_a_new_row(aligner.Aligner._output_control)),))

@@ -3,10 +3,13 @@ side) and its write half (AxiWriter, MTE3's), which `hdl.top` joins into m_axi m
 member. Each is proved with rows of any address and length coming in, and a slave that
 does anything AXI4 allows."""
 
-from amaranth.hdl import Array, Module, Mux
+from amaranth.hdl import Array, Module, Mux, Signal
 
+from hdl.datapath import axi_writer, legalizer
 from hdl.datapath.axi_reader import AxiReader
 from hdl.datapath.axi_writer import AxiWriter, _WordPlan
+from hdl.layouts import Completion
+from hdl.lib.queue import pass_or_queue
 
 from .axi4 import Axi4MasterChecker
 from .completions import writer_completions
@@ -14,6 +17,7 @@ from .gm_side import address_side_invariant, queue_entries, queue_slots
 from .inputs import free, free_rows, free_slave, free_stream
 from .props import (add_block, child, past, payload_on_lane, prop, registers,
                     stream_rule)
+from .runner import Mutation
 
 
 def _gm_side(m, block, mutation, out_name, ready_name, ready_rule):
@@ -145,3 +149,74 @@ def _w_burst_in_progress(m, writer, head, beat):
     prop(m, "w_words_to_go_are_the_plans_rest",
          first | ((beat <= plan.axlen) & (to_go + beat == plan.axlen)
                   & (writer["last_next"] == (to_go == 0))))
+
+
+def _size_one_too_small(connect_address):
+    """The address channel's AxSIZE one less than the issuer's log2(W), all else as it
+    is: log2(W) + 1 would not fit AxSIZE's 3 bits at W = 128."""
+    def patched(m, channel, axi, prefix):
+        connect_address(m, channel, axi, prefix)
+        m.d.comb += getattr(axi, f"{prefix}size").eq(channel.size - 1)
+    return patched
+
+
+AXSIZE_WRONG = Mutation("axsize_off_by_one", "the issuer's AxSIZE is log2(W) - 1",
+                        ((legalizer, "connect_address",
+                          _size_one_too_small(legalizer.connect_address)),))
+
+
+def _one_more_outstanding(issue_rows):
+    def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
+        return issue_rows(m, rows, axi, prefix, width_bytes, max_outstanding + 1, id_width)
+    return patched
+
+
+def one_burst_too_many_in(side):
+    """The mutation of `side` (axi_reader or axi_writer) whose issuer's limit is one more."""
+    return Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
+                    ((side, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),))
+
+
+def _no_id_fence(issue_rows):
+    """The issuer told no burst starts a new sid, so it never waits for the bursts of the
+    sid before to finish."""
+    def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
+        splitter, issuer = issue_rows(m, rows, axi, prefix, width_bytes, max_outstanding,
+                                      id_width)
+        m.d.comb += issuer.bursts.payload.new_sid.eq(0)
+        return splitter, issuer
+    return patched
+
+
+def no_id_fence_in(side):
+    """The mutation of `side` (axi_reader or axi_writer) whose issuer never fences."""
+    return Mutation("no_id_fence", "the issuer lets a burst of a new ID out while bursts "
+                    "of the ID before are unfinished",
+                    ((side, "issue_rows", _no_id_fence(legalizer.issue_rows)),))
+
+
+def _result_of_command_before(pass_or_queue):
+    """pass_or_queue, with a Completion replaced by the one offered before it: each
+    command reported with the result of the command before."""
+    def patched(m, queue, valid, word, out, **kwargs):
+        if isinstance(word, Completion):
+            before = Signal(Completion, name="result_before")
+            with m.If(valid):
+                m.d.sync += before.eq(word)
+            word = before
+        return pass_or_queue(m, queue, valid, word, out, **kwargs)
+    return patched
+
+
+RESULT_OF_COMMAND_BEFORE_MTE3 = Mutation(
+    "result_of_command_before", "each command's Completion carries the command before's "
+    "result", ((axi_writer, "pass_or_queue", _result_of_command_before(pass_or_queue)),))
+
+
+def _wlast_on_first(condition, if_true, if_false):
+    """AxiWriter's `is_last` mux with WLAST on every burst's first word."""
+    return Mux(condition, 1, if_false)
+
+
+WLAST_ON_FIRST = Mutation("wlast_on_first_beat", "WLAST on each burst's first word too",
+                          ((axi_writer, "Mux", _wlast_on_first),))

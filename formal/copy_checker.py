@@ -4,10 +4,11 @@ results, which the address generator's loop nest group assumes of the copies it 
 (formal/loop_nest.py, `nest_flags_hold`), proved of the real block: requests and the
 results' `ready` free, the rules and geometry worked out as they are."""
 
-from amaranth.hdl import Array, Const, Module, Mux
+from amaranth.hdl import Array, C, Const, Module, Mux
 from amaranth.lib import data
 from amaranth.lib.wiring import Flow
 
+from hdl.pipe import checker
 from hdl.pipe.checker import (COUNT_FLAGS, LOOP_COUNTS, CopyChecker, has_loops, queued_layout,
                               request_layout)
 from model.isa import DEFAULT_PROFILE, ErrorCode
@@ -16,6 +17,7 @@ from .inputs import free_ports
 from .loop_nest import count_flags_hold, nest_flags_hold, second_row_ends_hold
 from .pipe_stand_ins import CheckerRecord, checker_contract
 from .props import add_block, child, prop, registers
+from .runner import Mutation
 
 
 def copy_checker_harness(kind, width_bytes):
@@ -104,3 +106,41 @@ def _stage_flags(stages, kind, request, stage):
         if stage >= 3:
             geom[f"{name}_second_end"] = at(f"{name}_second_end", 3)
     return geom
+
+
+def _room_always(buffered_output):
+    """The checker's output queue read as always having room: the evaluation advances,
+    takes a request and puts a result while both entries are full."""
+    def patched(*args, **kwargs):
+        buffered_output(*args, **kwargs)
+        return C(1, 1)
+    return patched
+
+
+def _carried_a_stage_short(carry):
+    """A value worked out for one stage of the checker, read at a later stage from the
+    register a stage before it: another copy's value."""
+    def patched(self, chain, stage, name):
+        carry(self, chain, stage, name)
+        return chain[max(min(chain), stage - 1)]
+    return patched
+
+
+def _loop1_steps_after_one_burst(many, two):
+    """The checker's second_row_ends taking loop1 as the level the second row steps
+    whenever n_burst's count is 1, even with loop1's 1 too: a copy of n_burst 1, loop1 1
+    and loop2 2 is told its second row does not end loop1 or loop2."""
+    steps = [many[0], ~many[0], 0]
+    return [Mux(step, two[level], ~many[level]) for level, step in enumerate(steps)]
+
+
+CHECKER_MUTATIONS = (
+    Mutation("room_while_full", "a request taken and a result put with the output queue "
+             "full", ((checker, "buffered_output", _room_always(checker.buffered_output)),)),
+    Mutation("carried_a_stage_short", "a value worked out for one stage read at a later "
+             "stage from the register a stage before: another copy's",
+             ((checker._Stages, "_carry", _carried_a_stage_short(checker._Stages._carry)),)),
+    Mutation("loop1_steps_after_one_burst", "the second row of a copy of one row per "
+             "burst loop taken as a loop1 step, even with loop1's count 1",
+             ((checker, "second_row_ends", _loop1_steps_after_one_burst),)),
+)

@@ -13,6 +13,7 @@ from amaranth.asserts import AnyConst
 from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import data
 
+from hdl.intake import intake
 from hdl.intake.commands import CommandEntry, CommandKind, PipeCommand, op_fields
 from hdl.intake.intake import ENGINE_PIPES, Dispatcher, one_hot_pipe
 from hdl.intake.tokens import TICKET_BITS
@@ -21,6 +22,7 @@ from model.isa import BUF_ID_BITS, Opcode, Pipe
 from .gm_side import queue_entries, queue_slots
 from .inputs import free, free_stream
 from .props import add_block, assume, child, counter, prop, registers, stream_rule
+from .runner import Mutation
 
 # Commands are numbered per pipe modulo 2^NUMBER_BITS, more than a pipe's queue holds.
 NUMBER_BITS = 4
@@ -126,3 +128,38 @@ def _tickets(m, dut, fragment, take):
     prop(m, "ticket_count_is_the_get_bufs_taken",
          issued[buf_id] == (gets + (found & (held_id == buf_id)))[:TICKET_BITS])
     return of_the_id, gets
+
+
+def _entry_of_the_command_before(elaborate):
+    """MTE3's queue given each command with the entry and kind of the one before it."""
+    def patched(self, platform):
+        m = elaborate(self, platform)
+        queue = m.submodules["fifo_mte3"]
+        before = Signal.like(queue.w_data, name="command_before")
+        with m.If(queue.w_en):
+            m.d.sync += before.eq(queue.w_data)
+        m.d.comb += queue.w_data.eq(before)
+        return m
+    return patched
+
+
+def _ticket_read_after_its_step(ticket):
+    """A get_buf queued with its id's count as the lookup reads it when taken, after
+    the lookup stepped it, not as it was looked up."""
+    def patched(self, m, entry, pipe, queued):
+        ticketed = ticket(self, m, entry, pipe, queued)
+        m.d.comb += queued.ticket.eq(m.submodules.tickets.ticket)
+        return ticketed
+    return patched
+
+
+DISPATCHER_MUTATIONS = (
+    Mutation("entry_of_the_command_before", "MTE3's queue takes each command with the "
+             "entry of the one before", ((intake.Dispatcher, "elaborate",
+                                          _entry_of_the_command_before(
+                                              intake.Dispatcher.elaborate)),)),
+    Mutation("ticket_read_after_its_step", "a get_buf queued with its id's ticket count "
+             "after the lookup stepped it", ((intake.Dispatcher, "_ticket",
+                                             _ticket_read_after_its_step(
+                                                 intake.Dispatcher._ticket)),)),
+)

@@ -7,16 +7,19 @@ its full 256 KiB of memory bits would be the solver's whole problem."""
 from contextlib import contextmanager
 from unittest import mock
 
-from amaranth.hdl import Module, Value
+from amaranth.hdl import C, Module, Value
 
 from hdl import top
+from hdl.datapath import axi_reader, axi_writer, legalizer
 from hdl.intake.intake import ENGINE_PIPES, WholeCommandIntake
+from hdl.pipe.pipe import PipeController
 from hdl.top import MteDma
 from hdl.ub.ub import UnifiedBuffer
 
 from .axi4 import Axi4MasterChecker
 from .inputs import free, free_slave, free_stream
 from .props import add_block, counter, prop
+from .runner import Mutation
 
 SMALL_UB_WORDS = 4
 MAX_OUTSTANDING = 2
@@ -88,3 +91,38 @@ def completions_harness(width_bytes):
                  ~dut.idle | (status.completed == accepted))
         return m
     return build
+
+
+def _phantom_row(issue_rows):
+    """Every GM side's splitter offered a row on every cycle, which nobody sent."""
+    def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
+        splitter, issuer = issue_rows(m, rows, axi, prefix, width_bytes, max_outstanding,
+                                      id_width)
+        m.d.comb += splitter.rows.valid.eq(1)
+        return splitter, issuer
+    return patched
+
+
+PHANTOM_ROW = Mutation("phantom_row", "the GM sides' splitters see a row nobody sent",
+                       ((axi_reader, "issue_rows", _phantom_row(legalizer.issue_rows)),
+                        (axi_writer, "issue_rows", _phantom_row(legalizer.issue_rows))))
+
+
+class _CompletesTwice(PipeController):
+    """A pipe that counts a command that ends in it (not a copy) twice."""
+    def _status(self, m, in_flight, finished, copy_end, *rest):
+        return super()._status(m, in_flight, finished, finished | copy_end, *rest)
+
+
+COMPLETES_TWICE = Mutation("completes_twice", "a command that ends in its pipe counts as "
+                           "two completions", ((top, "PipeController", _CompletesTwice),))
+
+
+class _EndsUncounted(PipeController):
+    """A pipe that counts no command that ends in it (not a copy)."""
+    def _status(self, m, in_flight, finished, copy_end, *rest):
+        return super()._status(m, in_flight, C(0, 1), copy_end, *rest)
+
+
+ENDS_UNCOUNTED = Mutation("ends_uncounted", "a command that ends in its pipe is not "
+                          "counted", ((top, "PipeController", _EndsUncounted),))

@@ -13,11 +13,13 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.asserts import AnyConst
 
 from hdl.intake.intake import ENGINE_PIPES
+from hdl.pipe import flags
 from hdl.pipe.flags import EventFlags, _port_name
 from model.isa import EVENT_ID_BITS
 
 from .inputs import free
 from .props import add_block, assume, past, prop, registers
+from .runner import Mutation
 
 # Cycles from a set shown to `counted`, and from a wait shown to `granted`, when the
 # counter allows them: the flags' registered lookups (EventFlags' docstring).
@@ -133,3 +135,25 @@ def _counters_match(m, dut, depth, tracked, count):
     tracked_count = Array(Array(Array(by_triple[a, b, e] for e in range(1 << EVENT_ID_BITS))
                                 for b in ENGINE_PIPES) for a in ENGINE_PIPES)
     prop(m, "tracked_counter_holds_the_balance", tracked_count[src][dst][event] == count)
+
+
+class _SetLostWithGrant(flags._Counter):
+    """A counter that, given a set and a grant on one edge, takes one off."""
+    def update(self, m, inc, dec):
+        super().update(m, inc & ~dec, dec)
+
+
+class _NonzeroAfterLastGrant(flags._Counter):
+    """A counter still shown non-zero after its last set is taken."""
+    def update(self, m, inc, dec):
+        super().update(m, inc, dec)
+        with m.If(dec & ~inc):
+            m.d.sync += self.nonzero.eq(1)
+
+
+FLAGS_MUTATIONS = (
+    Mutation("set_lost_with_a_grant", "a set counted on the edge a wait takes one off "
+             "is lost", ((flags, "_Counter", _SetLostWithGrant),)),
+    Mutation("grant_invented", "a counter stays non-zero after its last set is taken",
+             ((flags, "_Counter", _NonzeroAfterLastGrant),)),
+)

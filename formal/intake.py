@@ -8,6 +8,7 @@ the next goes, how many are missing) to the harness's record of the command."""
 
 from amaranth.hdl import Module, Mux, Signal
 
+from hdl.intake import intake
 from hdl.intake.commands import COMMAND_BITS
 from hdl.intake.intake import CommandIntake, word_count
 from hdl.layouts import CMD_INDEX_BITS
@@ -15,6 +16,7 @@ from model.isa import MAX_COMMAND_WORDS, WORD_BITS
 
 from .inputs import free, free_stream
 from .props import add_block, prop, registers, stream_rule
+from .runner import Mutation
 
 
 def intake_harness():
@@ -73,3 +75,22 @@ def _intake_registers_match(m, dut, record):
     prop(m, "intake_holds_the_command_coming_in",
          (dut["first"] == (at == 0)) & ((at == 0) | inside))
     prop(m, "intake_numbers_from_the_commands_given", dut["next_index"] == commands)
+
+
+def _word_count_one_short(m, word):
+    """The intake's word counts with 7-word commands taken as 6."""
+    size = word_count(m, word)
+    return Mux(size == 7, 6, size)
+
+
+def _taken_without_ready(valid, ready, first, flag, last):
+    """The intake's `first` set by a command not accepted, so the command is lost."""
+    return valid & ((first & flag) | (~first & last))
+
+
+INTAKE_MUTATIONS = (
+    Mutation("command_one_word_short", "the 7-word commands end after 6 words",
+             ((intake, "word_count", _word_count_one_short),)),
+    Mutation("command_lost_when_refused", "a command not accepted is dropped",
+             ((intake, "_takes", _taken_without_ready),)),
+)

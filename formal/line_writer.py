@@ -12,6 +12,7 @@ one for a command whose last row was not taken."""
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data
 
+from hdl.datapath import completions, line_writer
 from hdl.datapath.completions import WriteCompletions, write_to_ub
 from hdl.datapath.line_writer import LineRow, LineWriter
 from hdl.datapath.pad import ub_write_layout
@@ -21,6 +22,7 @@ from model.isa import UB_ADDR_BITS
 from .gm_side import output_queue_entries
 from .inputs import free, free_stream
 from .props import add_block, assume, counter, follow, prop, registers
+from .runner import Mutation
 
 # Rows numbered modulo 2^ROW_NUMBER_BITS, more than the writer holds (the row it walks
 # and two queued words' rows).
@@ -136,3 +138,26 @@ def _writer_invariant(m, dut, counts, current, to_put, followed):
          (~(head_held & (written == number)) | _is_word_of(head, followed.payload, index))
          & (~(second_held & (second_row == number))
             | _is_word_of(second, followed.payload, second_index)))
+
+
+def _completion_a_cycle_late(elaborate):
+    """WriteCompletions offering each Completion on the cycle after its command's last
+    word is written."""
+    def patched(self, platform):
+        m = elaborate(self, platform)
+        late = Signal(name="written_late")
+        m.d.sync += late.eq(self.written)
+        m.d.comb += self.done.valid.eq(late & self.results.valid)
+        return m
+    return patched
+
+
+LINE_WRITER_MUTATIONS = (
+    # The writer's one Mux picks the row's cmd_last: the walked row's or the one taken.
+    Mutation("cmd_last_of_the_row_before", "a row taken with its first word marked with "
+             "the cmd_last of the row before", ((line_writer, "Mux", lambda c, a, b: a),)),
+    Mutation("completion_a_cycle_late", "a Completion offered the cycle after its "
+             "command's last word is written",
+             ((completions.WriteCompletions, "elaborate",
+               _completion_a_cycle_late(completions.WriteCompletions.elaborate)),)),
+)

@@ -10,12 +10,16 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data
 
 from hdl.layouts import COPY_SEQ_BITS, RowJob
+from hdl.pipe import addrgen, checker
 from hdl.pipe.addrgen import ROW_ADDRESSES, AddressGenerator, Step
 from hdl.pipe.checker import LOOP_COUNTS, checked_copy_layout
+from model.isa import Opcode
 
+from .addrgen import DRAIN_MUTATIONS
 from .gm_side import output_queue_entries
 from .inputs import free, free_stream
 from .props import add_block, assume, child, combinational, counter, prop, registers
+from .runner import Mutation
 
 # The fields of a row that tell its place in the nest: `last`, and its addresses.
 ADDRESS_FIELDS = ("gm_addr", "ub_addr")
@@ -262,3 +266,63 @@ def _bases_hold(state, high, walk, side):
     holds += [(state["step"] >= level) | (state[f"{side}_high{level}"] == start[low:])
               for level, start in enumerate(starts)]
     return Cat(*holds).all()
+
+
+def _loop1_reloaded_one_short(count):
+    """The address generator's loop1 counter reloaded one iteration short as a loop2
+    iteration starts (the later assignment wins): every loop1 pass after the first ends
+    early."""
+    def patched(m, job, counters, at_one, count_two, step):
+        count(m, job, counters, at_one, count_two, step)
+        loop1 = job.geom.loop1_count
+        with m.If(step > addrgen.Step.LOOP1):
+            m.d.sync += [counters[1].eq(loop1 - 2), at_one[1].eq(loop1 == 3)]
+    return staticmethod(patched)
+
+
+def _last_at_the_inner_end(job, at_one, at_end, step):
+    """`last` (and the copy's end) on the last row of the n_burst loop, whatever the outer
+    loops' indices."""
+    inner_starts_over = ~job.geom.n_burst_many
+    return addrgen._pick(step, [at_one[0], inner_starts_over, inner_starts_over])
+
+
+def _burst_end_a_row_early(count):
+    """The n_burst counter seen at its end with two rows left, not one."""
+    def patched(m, job, counters, at_one, count_two, step):
+        count(m, job, counters, at_one, count_two, step)
+        with m.If(step == addrgen.Step.ROW):
+            m.d.sync += at_one[0].eq(counters[0] == 3)
+    return staticmethod(patched)
+
+
+BURST_END_A_ROW_EARLY = Mutation(
+    "burst_end_a_row_early", "the n_burst loop seen at its end a row early",
+    ((addrgen.AddressGenerator, "_count",
+      _burst_end_a_row_early(addrgen.AddressGenerator._count)),))
+LOOPS_MUTATIONS = (
+    Mutation("loop1_reloaded_one_short", "the loop1 counter reloaded one iteration short as "
+             "a loop2 iteration starts",
+             ((addrgen.AddressGenerator, "_count",
+               _loop1_reloaded_one_short(addrgen.AddressGenerator._count)),)),
+    Mutation("last_at_the_inner_loops_end", "`last` on the n_burst loop's last row, "
+             "whatever loop1's and loop2's indices",
+             ((addrgen.AddressGenerator, "_walked_last",
+               staticmethod(_last_at_the_inner_end)),)),
+)
+# Beside an abort acting a row late: UB->UB copies have no loop1 or loop2 (counts 1), so
+# the n_burst loop's mutation stands for the loops'.
+NEST_MUTATIONS = {
+    kind: (DRAIN_MUTATIONS[1], *((BURST_END_A_ROW_EARLY,) if kind == Opcode.COPY_UBUF_TO_UBUF
+                                 else LOOPS_MUTATIONS))
+    for kind in checker.COPY_KINDS}
+
+
+def _source_strides(strides):
+    """The address generator's strides of the source side, whichever side asks."""
+    return lambda geom, side: strides(geom, "src")
+
+
+SOURCE_STRIDES_ON_BOTH_SIDES = Mutation(
+    "source_strides_on_both_sides", "the destination's rows stepped by the source's strides",
+    ((addrgen, "_strides", _source_strides(addrgen._strides)),))

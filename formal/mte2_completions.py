@@ -10,7 +10,7 @@ is the results queue's depth less one (in the engine, layouts.in_flight_depth, a
 16); here it is cut to 3, which the contract does not depend on, so the queue's entries
 stay few for the solver."""
 
-from amaranth.hdl import Cat, Module
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -23,6 +23,7 @@ from .completions import abort_names_failing_command, completions_in_order, reco
 from .gm_side import queue_entries
 from .inputs import free, free_stream
 from .props import add_block, assume, child, counter, past, prop, registers
+from .runner import Mutation
 
 IN_FLIGHT = 3
 
@@ -111,3 +112,20 @@ def _path_invariant(m, fragment, record, go, beat, taken, unreleased):
              ~held | (entry == record.expected[number % record.ring].as_value()))
     waiting = registers(child(fragment, "completions"))["waiting"]
     prop(m, "completions_count_the_commands_written", waiting == unreleased)
+
+
+class _ResultOfCommandBefore(completions.ReadResults):
+    """MTE2's per-command results each replaced by the one before it."""
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        queue = m.submodules["results"]
+        before = Signal(Completion, name="result_before")
+        with m.If(self.results.valid & self.results.ready):
+            m.d.sync += before.eq(queue.r_data)
+        m.d.comb += self.results.payload.eq(before)
+        return m
+
+
+RESULT_OF_COMMAND_BEFORE_MTE2 = Mutation(
+    "result_of_command_before", "each command's Completion carries the command before's "
+    "result", ((completions, "ReadResults", _ResultOfCommandBefore),))

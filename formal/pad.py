@@ -26,16 +26,20 @@ from dataclasses import dataclass
 
 from amaranth.asserts import AnyConst
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
-from amaranth.lib import data
+from amaranth.lib import data, stream
 
+from hdl.datapath import pad
 from hdl.datapath.pad import (ROW_LOAD_GROUPS, PadInserter, PadRow, _loads_row, spots_layout,
                               ub_write_layout)
 from hdl.layouts import EXTENT_BITS
+from hdl.lib.arith import sum_mod
+from hdl.lib.stream import buffered_output
 from model.isa import UB_ADDR_BITS
 
 from .gm_side import output_queue_entries
 from .inputs import free, free_stream
 from .props import add_block, assume, counter, follow, prop, registers, stream_rule
+from .runner import Mutation
 
 # Rows numbered modulo 2^ROW_NUMBER_BITS, more than the stage holds: two in each of its
 # input and set-up stages, the one it writes and the rows of its two queued words.
@@ -371,3 +375,59 @@ def _queue_invariant(m, check, regs, counts, output, number, facts, walked_k, la
     for part in head_is:
         check(m, f"queued_words_of_the_followed_row_{part}",
               (~head_followed | head_is[part]) & (~second_followed | second_is[part]))
+
+
+def _row_end_one_byte_long(terms, width):
+    """The pad stage's sums with the row's last byte (extent + head - 1) one too far."""
+    if len(terms) == 3 and width == EXTENT_BITS + 1:
+        terms = [*terms, 1]
+    return sum_mod(terms, width)
+
+
+def _first_two_lanes_swapped(*parts):
+    """The pad stage's Cat of its byte lanes (one list) with lanes 0 and 1 swapped."""
+    if len(parts) == 1 and isinstance(parts[0], list):
+        lanes = parts[0]
+        return Cat(lanes[1], lanes[0], *lanes[2:])
+    return Cat(*parts)
+
+
+def _data_counts_one_word_off(terms, width):
+    """The pad stage's sums of where the row's data starts and ends, as counted down from
+    its last word (data_on_p1, data_off_p1), each one more."""
+    if len(terms) == 3 and isinstance(terms[2], int) and terms[2] == 1:
+        terms = [*terms, 1]
+    return sum_mod(terms, width)
+
+
+def _cmd_last_queued_on_every_rows_end(m, out, word, put, *args, **kwargs):
+    """The pad stage's output queue given each row's last word with `cmd_last` set."""
+    marked = Signal.like(word, name="cmd_last_on_every_rows_end")
+    m.d.comb += [marked.eq(word), marked.cmd_last.eq(word.last)]
+    return buffered_output(m, out, marked, put, *args, **kwargs)
+
+
+def _cmd_last_out_on_every_rows_end(m, out, word, put, *args, **kwargs):
+    """The pad stage's UB writes given `cmd_last` on each row's last word past its output
+    queue, whose registers are as they were."""
+    queued = stream.Signature(out.payload.shape()).create()
+    room = buffered_output(m, queued, word, put, *args, **kwargs)
+    m.d.comb += [out.valid.eq(queued.valid), queued.ready.eq(out.ready),
+                 out.payload.eq(queued.payload), out.payload.cmd_last.eq(queued.payload.last)]
+    return room
+
+
+PAD_MUTATIONS = {
+    "setup": (Mutation("right_fill_one_byte_long", "the row's last byte written is extent, "
+                       "not extent - 1", ((pad, "sum_mod", _row_end_one_byte_long),)),),
+    "sequencer": (Mutation("data_counts_one_word_off", "the row's data words counted a "
+                           "word off", ((pad, "sum_mod", _data_counts_one_word_off),)),),
+    "queue": (Mutation("lanes_0_1_swapped", "the UB word's byte lanes 0 and 1 swapped",
+                       ((pad, "Cat", _first_two_lanes_swapped),)),
+              Mutation("cmd_last_on_every_rows_end", "each row's last word queued with "
+                       "cmd_last", ((pad, "buffered_output",
+                                     _cmd_last_queued_on_every_rows_end),))),
+    "stage": (Mutation("ub_cmd_last_on_every_rows_end", "each row's last UB write given "
+                       "cmd_last past the output queue",
+                       ((pad, "buffered_output", _cmd_last_out_on_every_rows_end),)),),
+}

@@ -25,7 +25,7 @@ taken; a copy whose checked result does not start it). Its contract:
 - `busy` exactly while a command waits on `cmd` or one taken is not counted, and on the
   cycle after a failing Completion, as its error is recorded."""
 
-from amaranth.hdl import Module, Value
+from amaranth.hdl import C, Module, Value
 from amaranth.lib.wiring import Flow
 
 from hdl.intake.commands import CommandKind
@@ -35,10 +35,11 @@ from hdl.pipe.pipe import COPY_KIND, PipeController
 from model.isa import DEFAULT_PROFILE, ErrorCode
 
 from .inputs import free_ports
-from .pipe_in_flight import count_invariant
+from .pipe_in_flight import PIPE_IN_FLIGHT_MUTATIONS, count_invariant
 from .pipe_stand_ins import (FreeAddressGenerator, FreeCopyChecker, offers_a_passing_result,
                              result_taken)
 from .props import add_block, assume, child, counter, past, prop, registers
+from .runner import Mutation
 
 
 def pipe_controller_harness(pipe, limit, width_bytes):
@@ -129,3 +130,75 @@ def _each_command_counted_once(m, dut, checker, in_flight, copies_started):
     prop(m, "set_offered_only_with_no_copy_unfinished",
          ~offered | ((held == 0) & (copies == 0)))
     return taken
+
+
+class _InFlightSeen:
+    """A pipe's InFlight as the pipe reads it, with the outputs in `replaced` replaced."""
+    def __init__(self, block, **replaced):
+        self.block, self.replaced = block, replaced
+
+    def __getattr__(self, name):
+        return self.replaced[name] if name in self.replaced else getattr(self.block, name)
+
+
+def _in_flight_read_as(**replaced):
+    """The pipe's `_track_in_flight`, its InFlight's outputs in `replaced` read as given."""
+    track_in_flight = PipeController._track_in_flight
+
+    def patched(self, m, start, index):
+        return _InFlightSeen(track_in_flight(self, m, start, index), **replaced)
+    return patched
+
+
+def _started_with_the_index_at_cmd(track_in_flight):
+    """A start recorded with the index of the command at the head of `cmd`."""
+    def patched(self, m, start, index):
+        return track_in_flight(self, m, start, self.cmd.payload.entry.index)
+    return patched
+
+
+def _set_counted_twice(status):
+    """A set_flag's or rls_buf's end counted as two: given to InFlight as a copy's too."""
+    def patched(self, m, in_flight, finished, copy_end, *rest):
+        set_end = finished & (self.cmd.payload.kind == CommandKind.SET_FLAG)
+        return status(self, m, in_flight, finished, copy_end | set_end, *rest)
+    return patched
+
+
+def _nothing_pending(status):
+    """`busy` without the cycle an end or a bus error waits to be recorded."""
+    def patched(self, *args):
+        status(self, *args)
+        return C(0, 1)
+    return patched
+
+
+def _fetched_as_if_idle(fetch):
+    """Commands executed as if no copy were in the checker or in flight."""
+    def patched(self, m, cmd, idle, checker, finished):
+        return fetch(self, m, cmd, C(1, 1), checker, finished)
+    return patched
+
+
+def _pipe_mutation(name, what, attribute, patch):
+    return Mutation(name, what, ((PipeController, attribute, patch),))
+
+
+PIPE_CONTROLLER_MUTATIONS = (
+    _pipe_mutation("started_without_room", "a copy starts with the limit in flight",
+                   "_track_in_flight", _in_flight_read_as(room=C(1, 1))),
+    _pipe_mutation("copy_end_with_copies_in_flight", "a copy that broke a rule ends "
+                   "with copies in flight", "_track_in_flight",
+                   _in_flight_read_as(drained=C(1, 1))),
+    _pipe_mutation("start_index_of_the_command_at_cmd", "a start recorded with the index "
+                   "of the command at the head of `cmd`", "_track_in_flight",
+                   _started_with_the_index_at_cmd(PipeController._track_in_flight)),
+    _pipe_mutation("set_end_counted_twice", "a set_flag's end counted as two", "_status",
+                   _set_counted_twice(PipeController._status)),
+    PIPE_IN_FLIGHT_MUTATIONS[1],
+    _pipe_mutation("set_offered_with_copies_unfinished", "a set_flag offered while copies "
+                   "are in the checker or in flight", "_fetch",
+                   _fetched_as_if_idle(PipeController._fetch)),
+    _pipe_mutation("busy_low_as_an_end_is_recorded", "`busy` low on the cycle an end waits "
+                   "to be counted", "_status", _nothing_pending(PipeController._status)),
+)

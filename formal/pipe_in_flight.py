@@ -15,15 +15,18 @@ in flight's compares; the queue never refuses an index."""
 from dataclasses import dataclass
 
 from amaranth.asserts import AnyConst
-from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 
 from hdl.layouts import CMD_INDEX_BITS, COPY_SEQ_BITS, Completion
+from hdl.lib.queue import BypassQueue
+from hdl.pipe import in_flight
 from hdl.pipe.in_flight import COMPLETED_BITS, InFlight
 from model.isa import GM_ADDR_BITS, ErrorCode
 
 from .gm_side import queue_entries, queue_slots
 from .inputs import free
 from .props import add_block, assume, child, counter, past, prop, registers
+from .runner import Mutation
 
 
 @dataclass(frozen=True)
@@ -167,3 +170,67 @@ def _error_record(m, dut, tracked, landed):
     prop(m, "error_is_the_first_since_clear", dut.error == error)
     prop(m, "error_index_is_its_copys_or_commands", ~known | (dut.error_index == index))
     prop(m, "error_addr_is_its_completions", dut.error_addr == addr)
+
+
+def _landed_read_a_cycle_late(track_in_flight):
+    """The in-flight queue's head read a cycle after its Completion lands, so a
+    Completion right after another lands with the index of the copy before."""
+    def patched(self, m, landed):
+        late = Signal(name="landed_late")
+        m.d.sync += late.eq(landed)
+        return track_in_flight(self, m, late)
+    return patched
+
+
+def _one_step_with_an_end(*parts):
+    """The completed count's steps with "the ends and a Completion" the ends alone when
+    there are any: a Completion on the cycle an end counts is lost."""
+    ends, ends_and_one = parts
+    return Cat(ends, Mux(ends != 0, ends, ends_and_one))
+
+
+def _room_for_one_more(track_in_flight):
+    """The count in flight with its compares against a limit one higher."""
+    def patched(self, m, landed):
+        self.limit += 1
+        try:
+            return track_in_flight(self, m, landed)
+        finally:
+            self.limit -= 1
+    return patched
+
+
+def _never_drained_again(track_in_flight):
+    """`drained_next` low from a copy's start on, whatever completes."""
+    def patched(self, m, landed):
+        queue = track_in_flight(self, m, landed)
+        m.d.comb += self.drained_next.eq(self.drained & ~self.start)
+        return queue
+    return patched
+
+
+def _short_of_the_limit(*, width, depth):
+    """The in-flight queue two entries short: one fewer than the limit. (One short, as
+    many as the limit, it never refuses an index either: proved as the group is.)"""
+    return BypassQueue(width=width, depth=depth - 2)
+
+
+def _tracking_mutation(name, what, patch):
+    """A mutation of InFlight's count and queue of the copies in flight by `patch`."""
+    track_in_flight = in_flight.InFlight._track_in_flight
+    return Mutation(name, what, ((in_flight.InFlight, "_track_in_flight",
+                                  patch(track_in_flight)),))
+
+
+PIPE_IN_FLIGHT_MUTATIONS = (
+    _tracking_mutation("landed_index_one_entry_late", "the in-flight queue's head is read "
+                       "a cycle after its Completion lands", _landed_read_a_cycle_late),
+    Mutation("completion_with_an_end_counted_once", "a Completion on the cycle an end "
+             "counts is not counted", ((in_flight, "Cat", _one_step_with_an_end),)),
+    _tracking_mutation("never_drained_again", "`drained` stays low once a copy has "
+                       "started", _never_drained_again),
+    _tracking_mutation("room_for_one_more", "room and the count in flight allow one copy "
+                       "past the limit", _room_for_one_more),
+    Mutation("queue_short_of_the_limit", "the in-flight queue holds one entry fewer than "
+             "the limit", ((in_flight, "BypassQueue", _short_of_the_limit),)),
+)

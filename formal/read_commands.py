@@ -9,6 +9,7 @@ Completion is that of the i-th row marked `last` the reader took."""
 from amaranth.hdl import Cat, Mux, Signal, Value
 from amaranth.lib import data
 
+from hdl.datapath import axi_reader
 from hdl.datapath.axi_reader import read_beat_layout
 from hdl.lib.axi import resp_is_error
 
@@ -16,6 +17,7 @@ from .axi_master import reader_harness
 from .completions import issued_bursts
 from .gm_side import queue_slots
 from .props import child, counter, follow, prop, registers
+from .runner import Mutation
 
 # Words numbered modulo 2^WORD_NUMBER_BITS, more than wait between R and `beats` (the
 # reader's words queue holds 3).
@@ -89,3 +91,18 @@ def _words_queue_invariant(m, queue, taken, given, followed):
         prop(m, f"words_queue_entry_{where}_holds_its_word",
              ~(held & ((given + age)[:WORD_NUMBER_BITS] == followed.number))
              | _same(entry, followed.payload.as_value()))
+
+
+def _cmd_last_on_every_row(elaborate):
+    """The AXI reader marking the last word of every row as its command's."""
+    def patched(self, platform):
+        m = elaborate(self, platform)
+        m.d.comb += self.beats.payload.cmd_last.eq(self.beats.payload.row_last)
+        return m
+    return patched
+
+
+CMD_LAST_ON_EVERY_ROW = Mutation(
+    "cmd_last_on_every_row", "the AXI reader marks every row's last word cmd_last",
+    ((axi_reader.AxiReader, "elaborate",
+      _cmd_last_on_every_row(axi_reader.AxiReader.elaborate)),))

@@ -10,12 +10,14 @@ from amaranth.lib import data
 
 from hdl.datapath.mte2 import ROW_QUEUE
 from hdl.datapath.mte3 import ALIGN_QUEUE
+from hdl.datapath import rowfork
 from hdl.datapath.rowfork import RowFork
 from hdl.layouts import RowJob
 
 from .gm_side import queue_entries, queue_slots
 from .inputs import free, free_stream
 from .props import add_block, child, counter, prop, registers
+from .runner import Mutation
 
 # A GM side's queue and a data-side one, at the depths the datapaths give them.
 BRANCHES = {"gm": ROW_QUEUE, "data": ALIGN_QUEUE}
@@ -120,3 +122,38 @@ def _branch_invariant(m, name, filled, queue, level):
     prop(m, f"{name}_filled_is_level", thermometer.all())
     _, held = queue_entries(m, f"{name}_queue", queue)
     prop(m, f"{name}_queue_holds_level", held == level)
+
+
+def _room_rows_late(holds_at_most, rows_late):
+    """The row fork's room test with `rows_late` rows more than the queue can take."""
+    return lambda filled, rows: holds_at_most(filled, rows + rows_late)
+
+
+ROOM_ONE_ROW_LATE = Mutation("room_one_row_late", "the row fork takes a row into a "
+                             "queue that holds its depth less one",
+                             ((rowfork, "_holds_at_most",
+                               _room_rows_late(rowfork._holds_at_most, 1)),))
+# A queue that holds its depth refuses a write: the row is lost on that branch.
+ROOM_TWO_ROWS_LATE = Mutation("room_two_rows_late", "the row fork takes a row into a "
+                              "full queue, which drops it",
+                              ((rowfork, "_holds_at_most",
+                                _room_rows_late(rowfork._holds_at_most, 2)),))
+
+
+def _entry_of_the_row_before(elaborate):
+    """The row fork's data branch given each row's entry in place of the row after it."""
+    def patched(self, platform):
+        m = elaborate(self, platform)
+        queue = m.submodules["data_queue"]
+        before = Signal.like(queue.w_data, name="entry_before")
+        with m.If(self.rows.valid & self.rows.ready):
+            m.d.sync += before.eq(queue.w_data)
+        m.d.comb += queue.w_data.eq(before)
+        return m
+    return patched
+
+
+ENTRY_OF_THE_ROW_BEFORE = Mutation(
+    "entry_of_the_row_before", "the row fork's data branch queues each row's entry with "
+    "the row after it", ((rowfork.RowFork, "elaborate",
+                          _entry_of_the_row_before(rowfork.RowFork.elaborate)),))

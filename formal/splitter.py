@@ -5,11 +5,13 @@ from amaranth.hdl import C, Cat, Module, Mux, Signal
 from amaranth.lib import data
 
 from hdl.layouts import PAGE_BYTES
+from hdl.datapath import legalizer
 from hdl.datapath.legalizer import BurstSplitter, GmRow, split_grid
 from model.isa import GM_ADDR_BITS
 
 from .inputs import free, free_rows
 from .props import add_block, prop, registers, stream_rule
+from .runner import Mutation
 
 
 def splitter_harness(width_bytes):
@@ -86,3 +88,12 @@ def _covers_rows(m, rows, bursts, width_bytes):
         with m.If(~in_row):
             m.d.sync += [row_end.eq(end), row_last.eq(row.last)]
     return in_row, next_addr, row_end, row_last
+
+
+def _grid_too_coarse(width_bytes):
+    """Splits at twice 4 KiB (or 256 beats), so bursts cross a page."""
+    return 2 * max(4096, 256 * width_bytes)
+
+
+CROSS_4K = Mutation("burst_crosses_4k", "the splitter cuts rows at 8 KiB, not 4 KiB",
+                    ((legalizer, "split_grid", _grid_too_coarse),))
