@@ -9,7 +9,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import Flow
 
 from hdl.pipe import checker
-from hdl.pipe.checker import (COUNT_FLAGS, LOOP_COUNTS, CopyChecker, has_loops, queued_layout,
+from hdl.pipe.checker import (COUNT_FLAGS, LOOP_COUNTS, CopyChecker, has_loops, output_layout,
                               request_layout)
 from model.isa import DEFAULT_PROFILE, ErrorCode
 
@@ -31,41 +31,34 @@ def copy_checker_harness(kind, width_bytes):
              ~dut.result.valid | nest_flags_hold(dut.result.payload.geom))
         top = registers(m.submodules["dut"])
         stages = registers(child(m.submodules["dut"], "evaluation"))
-        queued = _queue_invariant(m, top, dut, record)
+        queued = _output_invariant(m, top, dut, record)
         _stages_invariant(m, stages, dut, record, queued)
         return m
     return build
 
 
-def _queue_invariant(m, top, dut, record):
-    """What closes the induction at the output queue: its two entries hold the oldest
-    copies, head first, each with its verdict and count flags; the count of copies held
-    is the record's. Returns how many the queue holds."""
-    full, rd, wr = top["result_full"], top["result_rd"], top["result_wr"]
-    entries = [data.View(queued_layout(dut.kind), top[f"result{i}"]) for i in range(2)]
-    queued = full[0] + full[1]
+def _output_invariant(m, top, dut, record):
+    """What closes the induction at the output: the output register holds the oldest
+    copy and the skid register, only while the output is full, the next, each with its
+    verdict and count flags; the count of copies held is the record's. Returns how many
+    the two hold."""
+    valid, skid_valid = top["result_valid"], top["result_skid_valid"]
+    held = [(valid, data.View(output_layout(dut.kind), top["result"])),
+            (skid_valid, data.View(output_layout(dut.kind), top["result_skid"]))]
     prop(m, "checker_count_is_the_copies_held", top["held"] == record.held)
-    prop(m, "checker_queue_head_full_unless_empty", (queued == 0) | full.bit_select(rd, 1))
-    prop(m, "checker_queue_writes_behind_its_copies", wr == (rd ^ (queued == 1)))
-    prop(m, "checker_queue_room_and_valid",
-         (top["result_room"] == ~full.bit_select(wr, 1))
-         & (top["result_valid"] == full.bit_select(rd, 1)))
-    for i, entry in enumerate(entries):
+    prop(m, "checker_skid_only_behind_a_result", ~skid_valid | valid)
+    for (full, entry), (name, oldest) in zip(held, (("output", 0), ("skid", 1))):
         result = entry.result
         passes = (result.error == ErrorCode.NONE) & ~result.geom.empty
-        prop(m, f"checker_queue_entry_{i}_verdict_and_flags", ~full[i]
-             | ((entry.passes == passes) & nest_flags_hold(result.geom)))
-    index = [entry.result.index for entry in entries]
-    prop(m, "checker_queue_head_is_the_oldest",
-         (queued == 0) | (Mux(rd, index[1], index[0]) == record.indices[0]))
-    prop(m, "checker_queue_second_is_the_next",
-         (queued != 2) | (Mux(rd, index[0], index[1]) == record.indices[1]))
-    return queued
+        prop(m, f"checker_{name}_holds_its_copy_with_its_verdict_and_flags", ~full
+             | ((result.index == record.indices[oldest]) & (entry.passes == passes)
+                & nest_flags_hold(result.geom)))
+    return valid + skid_valid
 
 
 def _stages_invariant(m, stages, dut, record, queued):
-    """What closes the induction in the evaluation: the copies held are those queued and
-    one per valid stage, each stage's the next older than the stage before it; a stage's
+    """What closes the induction in the evaluation: the copies held are those in the
+    output and skid registers and one per valid stage, each stage's the next older than the stage before it; a stage's
     count flags (from stage 2; whether the second row ends each level from 3) are its
     copy's counts'."""
     last = dut.latency - 1
@@ -108,12 +101,12 @@ def _stage_flags(stages, kind, request, stage):
     return geom
 
 
-def _room_always(buffered_output):
-    """The checker's output queue read as always having room: the evaluation advances,
-    takes a request and puts a result while both entries are full."""
+def _ready_while_full(skid_stage):
+    """The checker's output read as always ready: the evaluation advances, takes a
+    request and offers a result while the output and skid registers are both full."""
     def patched(*args, **kwargs):
-        buffered_output(*args, **kwargs)
-        return C(1, 1)
+        valid, register, _ = skid_stage(*args, **kwargs)
+        return valid, register, C(1, 1)
     return patched
 
 
@@ -135,8 +128,9 @@ def _loop1_steps_after_one_burst(many, two):
 
 
 CHECKER_MUTATIONS = (
-    Mutation("room_while_full", "a request taken and a result put with the output queue "
-             "full", ((checker, "buffered_output", _room_always(checker.buffered_output)),)),
+    Mutation("ready_while_full", "a request taken and a result offered with the output "
+             "and skid registers full", ((checker, "skid_stage",
+                                          _ready_while_full(checker.skid_stage)),)),
     Mutation("carried_a_stage_short", "a value worked out for one stage read at a later "
              "stage from the register a stage before: another copy's",
              ((checker._Stages, "_carry", _carried_a_stage_short(checker._Stages._carry)),)),

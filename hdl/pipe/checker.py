@@ -16,7 +16,7 @@ from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PIPE_R
 
 from ..lib.arith import compress, sum_mod
 from ..lib.multiplier import OPERAND_BITS, RegisteredMultiplier
-from ..lib.stream import buffered_output
+from ..lib.stream import skid_stage
 from ..layouts import (CACHE_BITS, CMD_INDEX_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS,
                       RowTerms)
 from ..datapath.legalizer import row_terms
@@ -134,9 +134,10 @@ def second_row_ends(many, two):
     return [Mux(step, two[level], ~many[level]) for level, step in enumerate(steps)]
 
 
-def queued_layout(kind):
-    """An entry of the checker's output queue: the result, and whether it passes (error
-    NONE, not empty), worked out before the queue so the pipe reads it from a register."""
+def output_layout(kind):
+    """The checker's output register (and its skid register): the result, and whether it
+    passes (error NONE, not empty), worked out before it so the pipe reads it from a
+    register."""
     return data.StructLayout({"result": checked_copy_layout(kind), "passes": 1})
 
 
@@ -327,18 +328,20 @@ class CopyChecker(wiring.Component):
     their carry-save level. FIELD_RANGE never occurs: a field that fits its bits is in
     range.
     result_passes: whether the result offered passes (error NONE, not empty), valid with
-    `result.valid`; from the output queue's registers, so the pipe decides a start
-    without a compare of the error.
+    `result.valid`; a bit of the output register, so the pipe decides a start without a
+    compare of the error.
     busy: a register, high from the edge that accepts a request until the edge that
     takes its result. busy_next: the value `busy` takes on the next edge.
 
-    The evaluation is a pipeline of `latency` - 1 stages (_Evaluation) into a two-entry
-    output queue (stream.buffered_output), whose `room`, a register, is both
-    `request.ready` and the enable of every register of the evaluation: while both
-    entries are full the pipeline holds, and it takes no request. So a request is taken
-    on every cycle results are taken as they come, and the result is offered `latency`
-    cycles after its request was accepted (5 for MTE2/MTE3, 4 for UB->UB), and held until
-    taken. The checker holds at most `holds` copies: one in each stage and two queued.
+    The evaluation is a pipeline of `latency` - 1 stages (_Evaluation) into an output
+    register with a skid register behind it (stream.skid_stage), whose `ready` (the skid
+    register empty) is both `request.ready` and the enable of every register of the
+    evaluation: while the skid register is full the pipeline holds, and it takes no
+    request. So a request is taken on every cycle results are taken as they come, and
+    the result is offered `latency` cycles after its request was accepted (5 for
+    MTE2/MTE3, 4 for UB->UB), from the output register, and held until taken. The
+    checker holds at most `holds` copies: one in each stage, the output and the skid
+    register's.
 
     Stages (registers valid n cycles after the request was accepted), each side's end
     summed by `_carry_save_sum` (exact, then kept to the width of the end and an overflow
@@ -359,8 +362,8 @@ class CopyChecker(wiring.Component):
       ranked;
     4 MTE2/MTE3: the ends (carry-save down to two vectors and their carry-propagate add)
       and, beside each, whether it is past its memory; the earlier rules ranked;
-      UB->UB: the overlap comparisons and the rule priority, into the output queue;
-    5 MTE2/MTE3: the rule priority into the output queue.
+      UB->UB: the overlap comparisons and the rule priority, into the output register;
+    5 MTE2/MTE3: the rule priority into the output register.
     """
 
     LATENCY = {Opcode.COPY_GM_TO_UBUF: 5, Opcode.COPY_UBUF_TO_GM: 5, Opcode.COPY_UBUF_TO_UBUF: 4}
@@ -385,23 +388,20 @@ class CopyChecker(wiring.Component):
         go = Signal()
         evaluation = m.submodules.evaluation = EnableInserter({"sync": go})(
             _Evaluation(self.kind, self.profile, self.width_bytes, self.latency))
-        queued = stream.Signature(queued_layout(self.kind)).create(path=("queued",))
-        put = Signal()
-        room = buffered_output(m, queued, evaluation.word, put, name="result")
+        taken = Signal()
+        valid, out, ready = skid_stage(m, evaluation.done, evaluation.word, taken, "result")
         m.d.comb += [
-            go.eq(room),
-            put.eq(evaluation.done & room),
-            evaluation.go.eq(room),
+            go.eq(ready),
+            evaluation.go.eq(ready),
             evaluation.offered.eq(self.request.valid),
             evaluation.request.eq(self.request.payload),
-            self.request.ready.eq(room),
-            self.result.valid.eq(queued.valid),
-            self.result.payload.eq(queued.payload.result),
-            self.result_passes.eq(queued.payload.passes),
-            queued.ready.eq(self.result.ready),
+            self.request.ready.eq(ready),
+            self.result.valid.eq(valid),
+            self.result.payload.eq(out.result),
+            self.result_passes.eq(out.passes),
+            taken.eq(valid & self.result.ready),
         ]
-        accept = self.request.valid & room
-        taken = self.result.valid & self.result.ready
+        accept = self.request.valid & ready
         held = Signal(range(self.holds + 1))
         held_next = Signal.like(held)
         m.d.comb += [held_next.eq(held + accept - taken), self.busy_next.eq(held_next != 0)]
@@ -424,7 +424,7 @@ class _Evaluation(Elaboratable):
         self.offered = Signal()
         self.go = Signal()
         self.done = Signal()
-        self.word = Signal(queued_layout(kind))
+        self.word = Signal(output_layout(kind))
 
     def elaborate(self, platform):
         m = Module()
@@ -441,7 +441,7 @@ class _Evaluation(Elaboratable):
         ends = self._range_ends(m, stages)
         flags = self._rules(m, stages, ends)
         error = self._priority(m, stages, flags)
-        # The output queue takes the result one stage after the slowest rule.
+        # The output register takes the result one stage after the slowest rule.
         assert max(stage for _, stage in flags.values()) == self.last
 
         last = self.last
