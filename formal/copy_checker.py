@@ -92,10 +92,11 @@ def _stage_flags(stages, kind, request, stage):
 
     geom = {**counts, "len_burst": fields.len_burst, "empty": at("empty", 2)}
     for name in LOOP_COUNTS:
+        registered = name == "n_burst" or has_loops(kind)
         for flag, test in COUNT_FLAGS.items():
             # A UB->UB copy's loop counts are 1: their flags are constants, no register.
-            geom[f"{name}_{flag}"] = (at(f"{name}_{flag}", 2) if name in ("n_burst",)
-                                      or has_loops(kind) else Const(test(1), 1))
+            geom[f"{name}_{flag}"] = (at(f"{name}_{flag}", 2) if registered
+                                      else Const(test(1), 1))
         if stage >= 3:
             geom[f"{name}_second_end"] = at(f"{name}_second_end", 3)
     return geom

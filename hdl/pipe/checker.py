@@ -347,9 +347,9 @@ class CopyChecker(wiring.Component):
     summed by `_carry_save_sum` (exact, then kept to the width of the end and an overflow
     flag):
     1 loaded from the incoming request: the request itself (`held_1`, carried on stage
-    to stage), element size (decoded from its dtype), UB->UB strides in lines, MTE2's
-    left plus right pad, and each multiplier's own operand registers (a slice of
-    count - 1 and of the stride);
+      to stage), element size (decoded from its dtype), UB->UB strides in lines, MTE2's
+      left plus right pad, and each multiplier's own operand registers (a slice of
+      count - 1 and of the stride);
     2 partial products of the ends (18x18 bits, one ECP5 multiplier each; UB->UB
       multiplies by its stride in lines, one multiplier per side), empty and each
       count > 1 and == 2, whether the UB rows pack (a5: the row stride equals len_burst
