@@ -106,6 +106,15 @@ def geometry_layout(kind):
     })
 
 
+SPAN_FIELDS = ("src", "src_end", "dst", "dst_end")
+
+
+def spans_layout(kind):
+    """A copy's source and destination spans [src, src_end), [dst, dst_end)."""
+    members = geometry_layout(kind).members
+    return data.StructLayout({name: members[name] for name in SPAN_FIELDS})
+
+
 def checked_copy_layout(kind):
     """The checker's result, which is also the address generator's input.
 
@@ -332,6 +341,10 @@ class CopyChecker(wiring.Component):
     compare of the error.
     busy: a register, high from the edge that accepts a request until the edge that
     takes its result. busy_next: the value `busy` takes on the next edge.
+    upcoming: the spans (`geom`'s src, src_end, dst, dst_end) of the result the output
+    register loads next (the skid register's if that is full, else the last stage's),
+    from registers: so a consumer can decide a cycle ahead about the result it takes
+    next.
 
     The evaluation is a pipeline of `latency` - 1 stages (_Evaluation) into an output
     register with a skid register behind it (stream.skid_stage), whose `ready` (the skid
@@ -381,6 +394,7 @@ class CopyChecker(wiring.Component):
             "result_passes": Out(1),
             "busy": Out(1),
             "busy_next": Out(1),
+            "upcoming": Out(spans_layout(kind)),
         })
 
     def elaborate(self, platform):
@@ -389,7 +403,11 @@ class CopyChecker(wiring.Component):
         evaluation = m.submodules.evaluation = EnableInserter({"sync": go})(
             _Evaluation(self.kind, self.profile, self.width_bytes, self.latency))
         taken = Signal()
-        valid, out, ready = skid_stage(m, evaluation.done, evaluation.word, taken, "result")
+        upcoming = Signal(output_layout(self.kind))
+        valid, out, ready = skid_stage(m, evaluation.done, evaluation.word, taken, "result",
+                                       upcoming=upcoming)
+        m.d.comb += [self.upcoming[name].eq(upcoming.result.geom[name])
+                     for name in SPAN_FIELDS]
         m.d.comb += [
             go.eq(ready),
             evaluation.go.eq(ready),

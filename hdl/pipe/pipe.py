@@ -273,30 +273,37 @@ class PipeController(wiring.Component):
         The destination spans of the copies in flight are kept as one covering range; a
         copy whose source span meets it waits until the pipe has drained. MTE2 and MTE3
         read one memory and write the other, so their copies never depend on each other.
-        The spans are the checker's result's, so no multiply here. The range takes a
-        started copy's span the cycle after its start, from registers (until then that
-        span is compared on its own), so the start, which waits on the compares, enables
-        none of the range's registers."""
+        The spans are the checker's, so no multiply here. Whether the result offered
+        meets the range is a register (`blocked`), worked out a cycle ahead for the
+        result offered next (the checker's `upcoming` if its output loads, else the one
+        offered now) against the range as the start of this cycle, if any, leaves it: so
+        a start waits on no compare in its cycle."""
         if self.pipe != Pipe.V:
             return 0
-        geom = checker.result.payload.geom
+        result = checker.result
+        geom = result.payload.geom
         lo = Signal.like(geom.dst, name="dirty_lo")
         hi = Signal.like(geom.dst_end, name="dirty_hi")
-        started = Signal()
-        fresh = Signal()            # none was in flight as the copy started: a new range
-        started_lo = Signal.like(geom.dst, name="started_lo")
-        started_hi = Signal.like(geom.dst_end, name="started_hi")
-        m.d.sync += [started.eq(start), fresh.eq(drained),
-                     started_lo.eq(geom.dst), started_hi.eq(geom.dst_end)]
-        with m.If(started):
+        with m.If(start):
             m.d.sync += [
-                lo.eq(Mux(fresh | (started_lo < lo), started_lo, lo)),
-                hi.eq(Mux(fresh | (started_hi > hi), started_hi, hi)),
+                lo.eq(Mux(drained | (geom.dst < lo), geom.dst, lo)),
+                hi.eq(Mux(drained | (geom.dst_end > hi), geom.dst_end, hi)),
             ]
-        src, src_end = geom.src, geom.src_end
-        in_range = ~(started & fresh) & (src < hi) & (lo < src_end)
-        in_started = started & (src < started_hi) & (started_lo < src_end)
-        return ~drained & (in_range | in_started)
+
+        def meets(span, start_at, end):
+            return (span.src < end) & (start_at < span.src_end)
+
+        def blocked_after_this_cycle(span):
+            # A start adds its own span, and with none in flight begins a new range.
+            in_range = meets(span, lo, hi)
+            return Mux(start, (~drained & in_range) | meets(span, geom.dst, geom.dst_end),
+                       in_range)
+
+        blocked = Signal()
+        loads = ~result.valid | (result.valid & result.ready)
+        m.d.sync += blocked.eq(Mux(loads, blocked_after_this_cycle(checker.upcoming),
+                                   blocked_after_this_cycle(geom)))
+        return ~drained & blocked
 
     def _status(self, m, in_flight, finished, copy_end, rule_error, rule_code, rule_index):
         """The commands that end here, to the completed count and the first error of
