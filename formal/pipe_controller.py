@@ -36,8 +36,8 @@ from model.isa import DEFAULT_PROFILE, ErrorCode
 
 from .inputs import free_ports
 from .pipe_in_flight import PIPE_IN_FLIGHT_MUTATIONS, count_invariant
-from .pipe_stand_ins import (FreeAddressGenerator, FreeCopyChecker, offers_a_passing_result,
-                             result_taken)
+from .pipe_stand_ins import (CHECKER_HOLDS, FreeAddressGenerator, FreeCopyChecker,
+                             offers_a_passing_result, result_taken)
 from .props import add_block, assume, child, counter, past, prop, registers
 from .runner import Mutation
 
@@ -99,7 +99,7 @@ def _pipe_invariant(m, checker, addrgen, copies):
     pipe's `idle` register is none in the checker and none in flight; the address
     generator is offered a copy only with the checker's passing result."""
     held = checker.record.held
-    prop(m, "checker_holds_at_most_its_copies", held <= checker.record.holds)
+    prop(m, "checker_holds_at_most_its_copies", held <= CHECKER_HOLDS)
     idle = registers(m.submodules["dut"])["idle"]
     prop(m, "idle_is_no_copy_unfinished", idle == ((held == 0) & (copies == 0)))
     prop(m, "copy_offered_only_as_it_passes",

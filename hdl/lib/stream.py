@@ -12,7 +12,7 @@ from .kept_lut import load_in_groups
 from .register_copy import RegisterCopy
 
 
-def skid_stage(m, valid_in, value, take, name, skid_take=None, upcoming=None):
+def skid_stage(m, valid_in, value, take, name, skid_take=None):
     """One registered stage of a stream: it loads `value` and `valid_in` on every cycle it
     is empty or its word is taken (`take`). Returns (valid, register, ready). `ready` is
     a register: a word offered while the stage is full and not taken waits in a second
@@ -25,10 +25,7 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None, upcoming=None):
     gates) that the skid register's side uses instead, so neither net enables both wide
     registers. The two registers load in groups of bits, each on a cell of its own
     (kept_lut.load_in_groups), so the gates that decide `valid` and `ready` stay beside
-    those registers and do not go out to the wide registers' bits and back.
-
-    `upcoming`, if given, is driven with what the stage loads next: the skid register's
-    word if it is full, else `value`."""
+    those registers and do not go out to the wide registers' bits and back."""
     if skid_take is None:
         skid_take = take
     valid = Signal(name=f"{name}_valid")
@@ -42,10 +39,8 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None, upcoming=None):
         m.d.sync += skid_valid.eq(0)
     with m.Elif(ready):
         m.d.sync += skid_valid.eq(valid_in)
-    next_word = Mux(skid_valid, skid, value)
-    if upcoming is not None:
-        m.d.comb += upcoming.eq(next_word)
-    load_in_groups(m, name, _loads_stage, Cat(valid, take), [(reg, next_word)])
+    load_in_groups(m, name, _loads_stage, Cat(valid, take),
+                   [(reg, Mux(skid_valid, skid, value))])
     load_in_groups(m, f"{name}_skid", _loads_skid, Cat(valid, skid_take, skid_valid),
                    [(skid, value)])
     return valid, reg, ready

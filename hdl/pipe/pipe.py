@@ -11,7 +11,7 @@ from ..layouts import CMD_INDEX_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completio
 from ..intake.commands import CommandKind, PipeCommand, op_fields
 from ..intake.tokens import TokenGetSignature, TokenReleaseSignature
 from .addrgen import AddressGenerator
-from .checker import CopyChecker
+from .checker import SPAN_FIELDS, CopyChecker
 from .flags import FlagSetSignature, FlagWaitSignature
 from .in_flight import COMPLETED_BITS, InFlight
 from .regfile import PipeRegisters
@@ -97,8 +97,9 @@ class PipeController(wiring.Component):
     apart from the commands.
 
     Timing: what crosses to other blocks or fans out wide is registered. A checked copy
-    starts on the cycle its result arrives if it is clear to start, so one copy a cycle
-    goes from the checker to the address generator. A set_flag, rls_buf, wait_flag or get_buf is taken
+    starts on the cycle its result arrives if the checker announced it as passing the
+    cycle before and it was clear to start then, else a cycle after the result was first
+    seen clear to start (`cleared`). A set_flag, rls_buf, wait_flag or get_buf is taken
     the cycle after the flags or the token table answer it, from a register of the
     answer. A command's end is registered before it counts in `completed` or records an
     error, and `busy` covers that cycle. A Completion, which every datapath offers from
@@ -176,22 +177,24 @@ class PipeController(wiring.Component):
         generator once it is clear to start (`start`, which `_track_in_flight` counts); a
         copy that broke a rule, or an empty one, ends once no copy is in flight (so
         `completed` and the first error follow command order). Returns (a copy ends here
-        this cycle, it broke a rule).
-
-        Whether a result passes, whether another copy has room in flight and the hazard
-        range are registers, each stepped by a start, so a copy can start on every cycle:
-        the one after a start is decided on what that start left."""
+        this cycle, it broke a rule)."""
         result = checker.result.payload
-        passes = checker.result_passes
+        ok = (result.error == ErrorCode.NONE) & ~result.geom.empty
         copy_end = Signal()
-        hazard = self._hazard(m, checker, drained, start)
+        cleared = Signal()           # the result is a copy to run, clear to start
         m.d.comb += [
             addrgen.copy.payload.eq(result),
-            addrgen.copy.valid.eq(checker.result.valid & passes & room & ~hazard),
+            addrgen.copy.valid.eq(cleared),
             start.eq(addrgen.copy.valid & addrgen.copy.ready),
-            copy_end.eq(checker.result.valid & ~passes & drained),
+            copy_end.eq(checker.result.valid & ~ok & drained),
             checker.result.ready.eq(start | copy_end),
         ]
+        # Only a start takes room and changes the hazard range, and a start needs
+        # `cleared`, so a clearance seen a cycle ago still holds. `passing` clears a copy
+        # the cycle before its result arrives.
+        hazard = self._hazard(m, checker, drained, start)
+        waiting = checker.result.valid & ok & ~start
+        m.d.sync += cleared.eq((waiting | checker.passing) & room & ~hazard)
         return copy_end, copy_end & (result.error != ErrorCode.NONE)
 
     def _registers(self, m, entry):
@@ -273,15 +276,16 @@ class PipeController(wiring.Component):
         The destination spans of the copies in flight are kept as one covering range; a
         copy whose source span meets it waits until the pipe has drained. MTE2 and MTE3
         read one memory and write the other, so their copies never depend on each other.
-        The spans are the checker's, so no multiply here. Whether the result offered
-        meets the range is a register (`blocked`), worked out a cycle ahead for the
-        result offered next (the checker's `upcoming` if its output loads, else the one
-        offered now) against the range as the start of this cycle, if any, leaves it: so
-        a start waits on no compare in its cycle."""
+        The spans are the checker's (the result's, or the announced copy's while its
+        result is on its way), so no multiply here."""
         if self.pipe != Pipe.V:
             return 0
-        result = checker.result
-        geom = result.payload.geom
+        geom = checker.result.payload.geom
+        spans = Signal.like(checker.upcoming, name="spans")
+        with m.If(checker.result.valid):
+            m.d.comb += [spans[name].eq(geom[name]) for name in SPAN_FIELDS]
+        with m.Else():
+            m.d.comb += spans.eq(checker.upcoming)
         lo = Signal.like(geom.dst, name="dirty_lo")
         hi = Signal.like(geom.dst_end, name="dirty_hi")
         with m.If(start):
@@ -289,21 +293,7 @@ class PipeController(wiring.Component):
                 lo.eq(Mux(drained | (geom.dst < lo), geom.dst, lo)),
                 hi.eq(Mux(drained | (geom.dst_end > hi), geom.dst_end, hi)),
             ]
-
-        def meets(span, start_at, end):
-            return (span.src < end) & (start_at < span.src_end)
-
-        def blocked_after_this_cycle(span):
-            # A start adds its own span, and with none in flight begins a new range.
-            in_range = meets(span, lo, hi)
-            return Mux(start, (~drained & in_range) | meets(span, geom.dst, geom.dst_end),
-                       in_range)
-
-        blocked = Signal()
-        loads = ~result.valid | (result.valid & result.ready)
-        m.d.sync += blocked.eq(Mux(loads, blocked_after_this_cycle(checker.upcoming),
-                                   blocked_after_this_cycle(geom)))
-        return ~drained & blocked
+        return ~drained & (spans.src < hi) & (lo < spans.src_end)
 
     def _status(self, m, in_flight, finished, copy_end, rule_error, rule_code, rule_index):
         """The commands that end here, to the completed count and the first error of
