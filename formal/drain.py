@@ -7,15 +7,14 @@ rows it hands out from the request on) plus the rows the GM branch's queue holds
 (`ROW_QUEUE` - 1).
 
 Induction closes with the drain group's invariant of the generator
-(`formal.addrgen.drain_record`, which asserts its bound too), the row fork's of its queues, and an invariant
-numbering the copies of the rows the GM queue holds."""
+(`formal.addrgen.drain_record`, which asserts its bound too), the row fork's of its
+queues, and an invariant numbering the copies of the rows the GM queue holds."""
 
 from amaranth.asserts import AnyConst
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data
 
 from hdl.datapath.mte2 import ROW_QUEUE
-from hdl.datapath.mte3 import ALIGN_QUEUE
 from hdl.datapath.rowfork import RowFork
 from hdl.layouts import COPY_SEQ_BITS
 from hdl.pipe.addrgen import AddressGenerator
@@ -24,13 +23,12 @@ from .addrgen import ROWS_AFTER_ABORT, drain_record
 from .gm_side import queue_entries
 from .inputs import free, free_stream
 from .props import add_block, child, counter, prop, registers
-from .rowfork import queue_levels
+from .rowfork import BRANCHES, queue_levels
 
 GM_ROWS_AFTER_ABORT = ROWS_AFTER_ABORT + ROW_QUEUE - 1
 # The GM branch carries each row's `last`, the branch that stands for the data side
 # nothing; only its queue's room matters, which holds its rows back.
 _ENTRY = data.StructLayout({"last": 1})
-BRANCHES = {"gm": ROW_QUEUE, "data": ALIGN_QUEUE}
 # A wide enough count of a branch's rows that taken - given is its level.
 ROW_COUNT_BITS = 4
 

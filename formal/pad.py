@@ -111,10 +111,15 @@ def pad_harness(width_bytes, part):
     return build
 
 
+def _left_and_extent(row):
+    """The row's left pad and extent as the stage writes them: with select = 0, none and
+    its length."""
+    return Mux(row.select, row.left, 0), Mux(row.select, row.extent, row.length)
+
+
 def _is_row_job(row):
     """What RowJob gives: length >= 1; select = 1: left + length <= extent; inside UB."""
-    left = Mux(row.select, row.left, 0)
-    extent = Mux(row.select, row.extent, row.length)
+    left, extent = _left_and_extent(row)
     return ((row.length != 0) & (left + row.length <= extent)
             & (row.ub_addr + extent <= 1 << UB_ADDR_BITS))
 
@@ -131,8 +136,7 @@ def _facts(payload, width_bytes):
     """The followed row's RowFacts from the PadRow taken."""
     shift = width_bytes.bit_length() - 1
     row = data.View(PadRow, payload)
-    left = Mux(row.select, row.left, 0)
-    extent = Mux(row.select, row.extent, row.length)
+    left, extent = _left_and_extent(row)
     head = row.ub_addr[:shift]
     data_start = (head + left)[:OFFSET_BITS]
     data_end = (data_start + row.length)[:OFFSET_BITS]
