@@ -181,28 +181,30 @@ class PipeController(wiring.Component):
         Whether a result passes, whether another copy has room in flight and the hazard
         range are registers, each stepped by a start, so a copy can start on every cycle:
         the one after a start is decided on what that start left. Whether the result is
-        taken (a start or an end here) is itself a register, worked out a cycle ahead from
-        the next values of those registers and of the address generator's `copy.ready`:
-        it enables every bit of the checker's wide output register, so nothing but its
-        route lies in front of them."""
+        taken (a start or an end here) but for UB->UB's hazard is itself a register,
+        worked out a cycle ahead from the next values of those registers and of the
+        address generator's `copy.ready`; the hazard, a gate of registers, masks it. It
+        enables every bit of the checker's wide output register, so at most one gate and
+        its route lie in front of them, and the hazard's compares in front of none."""
         result = checker.result.payload
         copy_end = Signal()
-        hazard, hazard_next = self._hazard(m, checker, in_flight, start)
+        hazard = self._hazard(m, checker, in_flight.drained, start)
 
-        def takes(valid, passes, room, hazard, ready, drained):
-            return valid & Mux(passes, room & ~hazard & ready, drained)
+        def takes(valid, passes, room, ready, drained):
+            # With no hazard: an end needs none in flight, and then there is none.
+            return valid & Mux(passes, room & ready, drained)
 
-        taken = Signal()
-        m.d.sync += taken.eq(takes(
+        taken_unless_hazard = Signal()
+        m.d.sync += taken_unless_hazard.eq(takes(
             checker.result_valid_next, checker.result_passes_next, in_flight.room_next,
-            hazard_next, addrgen.copy_ready_next, in_flight.drained_next))
+            addrgen.copy_ready_next, in_flight.drained_next))
         valid, passes = checker.result.valid, checker.result_passes
         m.d.comb += [
             addrgen.copy.payload.eq(result),
             addrgen.copy.valid.eq(valid & passes & in_flight.room & ~hazard),
             start.eq(addrgen.copy.valid & addrgen.copy.ready),
             copy_end.eq(valid & ~passes & in_flight.drained),
-            checker.result.ready.eq(taken),
+            checker.result.ready.eq(taken_unless_hazard & ~hazard),
         ]
         return copy_end, copy_end & (result.error != ErrorCode.NONE)
 
@@ -279,7 +281,7 @@ class PipeController(wiring.Component):
                 # set_flags for EXTERNAL, which do nothing.
                 m.d.comb += finished.eq(valid)
 
-    def _hazard(self, m, checker, in_flight, start):
+    def _hazard(self, m, checker, drained, start):
         """UB->UB only: a copy must not read UB bytes that a copy still in flight writes.
 
         The destination spans of the copies in flight are kept as one covering range; a
@@ -290,10 +292,9 @@ class PipeController(wiring.Component):
         result offered next (the one the checker's output loads next, its skid
         register's or its last stage's, if it loads; else the one offered now) against the
         range as the start of this cycle, if any, leaves it: so a start waits on no
-        compare in its cycle. Returns the hazard and its value on the next edge."""
+        compare in its cycle."""
         if self.pipe != Pipe.V:
-            return C(0, 1), C(0, 1)
-        drained = in_flight.drained
+            return C(0, 1)
         result = checker.result
         geom = result.payload.geom
         lo = Signal.like(geom.dst, name="dirty_lo")
@@ -314,14 +315,12 @@ class PipeController(wiring.Component):
                        in_range)
 
         blocked = Signal()
-        blocked_next = Signal()
         loads = ~result.valid | (result.valid & result.ready)
         # Each candidate's compares start at its own registers; only the results are picked.
         upcoming = Mux(checker.upcoming_in_skid, blocked_after_this_cycle(checker.upcoming_skid),
                        blocked_after_this_cycle(checker.upcoming_stage))
-        m.d.comb += blocked_next.eq(Mux(loads, upcoming, blocked_after_this_cycle(geom)))
-        m.d.sync += blocked.eq(blocked_next)
-        return ~drained & blocked, ~in_flight.drained_next & blocked_next
+        m.d.sync += blocked.eq(Mux(loads, upcoming, blocked_after_this_cycle(geom)))
+        return ~drained & blocked
 
     def _status(self, m, in_flight, finished, copy_end, rule_error, rule_code, rule_index):
         """The commands that end here, to the completed count and the first error of
