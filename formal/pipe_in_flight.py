@@ -82,8 +82,6 @@ def count_invariant(m, fragment, dut, limit, started, completed):
     prop(m, "room_exactly_below_the_limit", dut.room == (in_flight < limit))
     after = (started + dut.start - completed - dut.done.valid)[:COPY_SEQ_BITS]
     prop(m, "drained_next_exactly_none_after_the_edge", dut.drained_next == (after == 0))
-    prop(m, "room_next_exactly_below_the_limit_after_the_edge",
-         dut.room_next == (after < limit))
 
 
 def _landed(m, dut, tracked_now):
@@ -211,15 +209,6 @@ def _never_drained_again(track_in_flight):
     return patched
 
 
-def _no_room_after_a_start(track_in_flight):
-    """`room_next` low from a copy's start on, whatever completes."""
-    def patched(self, m, landed):
-        queue = track_in_flight(self, m, landed)
-        m.d.comb += self.room_next.eq(self.room & ~self.start)
-        return queue
-    return patched
-
-
 def _short_of_the_limit(*, width, depth):
     """The in-flight queue two entries short: one fewer than the limit. (One short, as
     many as the limit, it never refuses an index either: proved as the group is.)"""
@@ -242,8 +231,6 @@ PIPE_IN_FLIGHT_MUTATIONS = (
                        "started", _never_drained_again),
     _tracking_mutation("room_for_one_more", "room and the count in flight allow one copy "
                        "past the limit", _room_for_one_more),
-    _tracking_mutation("no_room_after_a_start", "`room` stays low once a copy has started",
-                       _no_room_after_a_start),
     Mutation("queue_short_of_the_limit", "the in-flight queue holds one entry fewer than "
              "the limit", ((in_flight, "BypassQueue", _short_of_the_limit),)),
 )

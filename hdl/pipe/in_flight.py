@@ -30,7 +30,6 @@ class InFlight(wiring.Component):
       drained      Out 1: no copy started and not completed (a register)
       drained_next Out the value `drained` takes on the next edge
       room         Out 1: fewer than `limit` copies in flight (a register)
-      room_next    Out the value `room` takes on the next edge
       completed    Out commands completed since reset (wraps)
       error        Out the first ErrorCode since the last clear (NONE if none)
       error_index  Out that command's index
@@ -57,7 +56,6 @@ class InFlight(wiring.Component):
             "drained": Out(1, init=1),
             "drained_next": Out(1),
             "room": Out(1, init=1),
-            "room_next": Out(1),
             "completed": Out(COMPLETED_BITS),
             "error": Out(ErrorCode),
             "error_index": Out(CMD_INDEX_BITS),
@@ -114,14 +112,14 @@ class InFlight(wiring.Component):
                      queue.r_en.eq(landed)]
         limit = self.limit
         count = Signal(range(limit + 1))
-        m.d.comb += [self.drained_next.eq(self.drained), self.room_next.eq(self.room)]
+        m.d.comb += self.drained_next.eq(self.drained)
         with m.If(start & ~arrived):
-            m.d.sync += count.eq(count + 1)
-            m.d.comb += [self.drained_next.eq(0), self.room_next.eq(count != limit - 1)]
+            m.d.sync += [count.eq(count + 1), self.room.eq(count != limit - 1)]
+            m.d.comb += self.drained_next.eq(0)
         with m.Elif(arrived & ~start):
-            m.d.sync += count.eq(count - 1)
-            m.d.comb += [self.drained_next.eq(count == 1), self.room_next.eq(1)]
-        m.d.sync += [self.drained.eq(self.drained_next), self.room.eq(self.room_next)]
+            m.d.sync += [count.eq(count - 1), self.room.eq(1)]
+            m.d.comb += self.drained_next.eq(count == 1)
+        m.d.sync += self.drained.eq(self.drained_next)
         return queue
 
     def _count_completed(self, m):
