@@ -3,6 +3,8 @@ side) and its write half (AxiWriter, MTE3's), which `hdl.top` joins into m_axi m
 member. Each is proved with rows of any address and length coming in, and a slave that
 does anything AXI4 allows."""
 
+import inspect
+
 from amaranth.hdl import Array, Module, Mux, Signal
 
 from hdl.datapath import axi_writer, legalizer
@@ -165,34 +167,40 @@ AXSIZE_WRONG = Mutation("axsize_off_by_one", "the issuer's AxSIZE is log2(W) - 1
                           _size_one_too_small(legalizer.connect_address)),))
 
 
-def _one_more_outstanding(issue_rows):
-    def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
-        return issue_rows(m, rows, axi, prefix, width_bytes, max_outstanding + 1, id_width)
+def issue_rows_then(change):
+    """`legalizer.issue_rows`, then `change(m, splitter, issuer)` on the blocks it made."""
+    issue_rows = legalizer.issue_rows
+
+    def patched(m, *args, **kwargs):
+        splitter, issuer = issue_rows(m, *args, **kwargs)
+        change(m, splitter, issuer)
+        return splitter, issuer
     return patched
+
+
+def _one_more_outstanding(*args, **kwargs):
+    bound = inspect.signature(legalizer.issue_rows).bind(*args, **kwargs)
+    bound.arguments["max_outstanding"] += 1
+    return legalizer.issue_rows(*bound.args, **bound.kwargs)
 
 
 def one_burst_too_many_in(side):
     """The mutation of `side` (axi_reader or axi_writer) whose issuer's limit is one more."""
     return Mutation("one_burst_too_many", "the issuer lets max_outstanding + 1 out",
-                    ((side, "issue_rows", _one_more_outstanding(legalizer.issue_rows)),))
+                    ((side, "issue_rows", _one_more_outstanding),))
 
 
-def _no_id_fence(issue_rows):
+def _no_id_fence(m, splitter, issuer):
     """The issuer told no burst starts a new sid, so it never waits for the bursts of the
     sid before to finish."""
-    def patched(m, rows, axi, prefix, width_bytes, max_outstanding, id_width):
-        splitter, issuer = issue_rows(m, rows, axi, prefix, width_bytes, max_outstanding,
-                                      id_width)
-        m.d.comb += issuer.bursts.payload.new_sid.eq(0)
-        return splitter, issuer
-    return patched
+    m.d.comb += issuer.bursts.payload.new_sid.eq(0)
 
 
 def no_id_fence_in(side):
     """The mutation of `side` (axi_reader or axi_writer) whose issuer never fences."""
     return Mutation("no_id_fence", "the issuer lets a burst of a new ID out while bursts "
                     "of the ID before are unfinished",
-                    ((side, "issue_rows", _no_id_fence(legalizer.issue_rows)),))
+                    ((side, "issue_rows", issue_rows_then(_no_id_fence)),))
 
 
 def _result_of_command_before(pass_or_queue):
