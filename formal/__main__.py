@@ -25,6 +25,9 @@ def _line(result):
 def report_failures(result, out=sys.stdout):
     for name, trace in result.failures:
         print(f"    property {name} fails: counterexample {trace}", file=out)
+    if result.induction_stop:
+        name, trace = result.induction_stop
+        print(f"    induction stops at property {name}: trace {trace}", file=out)
     if result.status in ("error", "unclosed"):
         print(f"    log: {result.log.strip().splitlines()[-1] if result.log else ''}",
               file=out)

@@ -51,6 +51,7 @@ class Result:
     failures: list = field(default_factory=list)   # (property name, VCD path)
     log: str = ""
     properties: int = 0         # asserted properties in the harness
+    induction_stop: tuple = ()  # (property name, VCD path) where induction did not close
 
     @property
     def passed(self):
@@ -89,20 +90,25 @@ def _check_names(il_text):
 
 
 def _failures(log, workdir, names):
-    """(property name, VCD path) of each failed assertion in the sby log."""
+    """(property name, VCD path) of each failed assertion in the sby log, and of the one
+    induction stopped at (or None)."""
     found = []
+    induction_stop = None
     trace = None
     for line in log.splitlines():
         traced = re.search(r"counterexample trace(?: \[(\w+)\])?: (\S+)", line)
         if traced:
-            # An induction trace starts anywhere: it shows that induction did not close,
-            # not that the property fails.
-            trace = None if traced.group(1) == "induction" else workdir.parent / traced.group(2)
+            trace = workdir.parent / traced.group(2), traced.group(1) == "induction"
         failed = re.search(r"failed assertion \S*check_(\d+)", line)
         if failed and trace:
             name = names.get(failed.group(1), f"check_{failed.group(1)}")
-            found.append((name, str(trace) if trace else "(no trace)"))
-    return found
+            # An induction trace starts anywhere: it shows that induction did not close,
+            # not that the property fails.
+            if trace[1]:
+                induction_stop = (name, str(trace[0]))
+            else:
+                found.append((name, str(trace[0])))
+    return found, induction_stop
 
 
 def run_proof(proof, mutation=None, root=Path("sim_build/formal")):
@@ -134,8 +140,9 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal")):
         status = "proved" if proof.mode == "prove" else "bmc"
         return Result(label, status, seconds, proof.depth, log=log,
                       properties=len(set(names.values())))
-    failures = _failures(log, workdir / "run", names)
+    failures, induction_stop = _failures(log, workdir / "run", names)
     if failures:
         return Result(label, "failed", seconds, proof.depth, failures, log)
     unclosed = "returned FAIL for induction" in log or "DONE (UNKNOWN" in log
-    return Result(label, "unclosed" if unclosed else "error", seconds, proof.depth, log=log)
+    return Result(label, "unclosed" if unclosed else "error", seconds, proof.depth, log=log,
+                  induction_stop=induction_stop or ())

@@ -126,6 +126,22 @@ def test_counter_proved_by_induction_and_broken_one_fails(tmp_path):
     assert [name for name, _ in failed.failures] == ["count_below_limit"]
 
 
+def test_unclosed_induction_names_the_property_it_stops_at(tmp_path):
+    """A true property that no short induction closes is reported unclosed, with the
+    name of the property the induction stops at and its trace: two counters in step, and
+    from an unreachable state where they differ a run of steps that pass but the last."""
+    def build(mutation):
+        m = Module()
+        count, twin = Signal(4), Signal(4)
+        m.d.sync += [count.eq(count + 1), twin.eq(twin + 1)]
+        prop(m, "twins_apart_only_off_zero", (count == twin) | (count != 0))
+        return m
+    result = run_proof(Proof("unclosed", build, "prove", 4), root=tmp_path)
+    assert result.status == "unclosed" and not result.failures
+    name, trace = result.induction_stop
+    assert name == "twins_apart_only_off_zero" and Path(trace).is_file()
+
+
 def test_every_group_has_a_mutation():
     """Every group has mutations of its own, at its W."""
     assert all(proof.mutations for proof in PROOFS)
