@@ -17,6 +17,7 @@ from hdl.pipe.checker import checked_copy_layout
 
 from .gm_side import output_queue_entries
 from .inputs import free, free_stream
+from .pipe_stand_ins import copy_ready_as_announced
 from .props import add_block, counter, follow, prop, registers
 from .runner import Mutation
 
@@ -141,6 +142,7 @@ def rows_numbered_harness(kind, width_bytes):
         prop(m, "row_of_the_followed_copy_carries_its_fields",
              ~(rows.valid & (ended == followed.number)) | _carries(m, rows.payload,
                                                                    followed.payload))
+        prop(m, "copy_ready_as_announced", copy_ready_as_announced(m, dut))
         walk = registers(m.submodules["dut"])
         queued = _walk_invariant(m, walk, taken, ended)
         _numbered_invariant(m, kind, walk, (taken, ended), queued, followed)
@@ -230,6 +232,16 @@ def _first_row_from_the_walk(row_fields):
     return patched
 
 
+def _room_announced_as_now(buffered_output):
+    """The output queue's `room_next` driven with `room`, a cycle late."""
+    def patched(m, out, word, put, name="out", room_copy=None, room_next=None):
+        room = buffered_output(m, out, word, put, name, room_copy)
+        if room_next is not None:
+            m.d.comb += room_next.eq(room)
+        return room
+    return patched
+
+
 ROWS_NUMBERED_MUTATIONS = (
     Mutation("last_a_row_early", "the row before a copy's last marked `last` too",
              _last_a_row_early(addrgen.AddressGenerator._walked_last,
@@ -238,4 +250,7 @@ ROWS_NUMBERED_MUTATIONS = (
              "which holds the copy offered a cycle before",
              ((addrgen.AddressGenerator, "_row_fields",
                _first_row_from_the_walk(addrgen.AddressGenerator._row_fields)),)),
+    Mutation("copy_ready_announced_a_cycle_late", "`copy_ready_next` worked out from the "
+             "output queue's room of this cycle, not the next",
+             ((addrgen, "buffered_output", _room_announced_as_now(addrgen.buffered_output)),)),
 )

@@ -4,18 +4,19 @@ results, which the address generator's loop nest group assumes of the copies it 
 (formal/loop_nest.py, `nest_flags_hold`), proved of the real block: requests and the
 results' `ready` free, the rules and geometry worked out as they are."""
 
-from amaranth.hdl import Const, Module, Mux
+from amaranth.hdl import Array, C, Const, Module, Mux
 from amaranth.lib import data
 from amaranth.lib.wiring import Flow
 
 from hdl.pipe import checker
-from hdl.pipe.checker import LOOP_COUNTS, CopyChecker, has_loops, request_layout
-from model.isa import DEFAULT_PROFILE
+from hdl.pipe.checker import (COUNT_FLAGS, LOOP_COUNTS, CopyChecker, has_loops, output_layout,
+                              request_layout)
+from model.isa import DEFAULT_PROFILE, ErrorCode
 
 from .inputs import free_ports
 from .loop_nest import count_flags_hold, nest_flags_hold, second_row_ends_hold
 from .pipe_stand_ins import CheckerRecord, checker_contract
-from .props import add_block, prop, registers
+from .props import add_block, child, prop, registers
 from .runner import Mutation
 
 
@@ -24,69 +25,109 @@ def copy_checker_harness(kind, width_bytes):
         m = Module()
         dut = add_block(m, "dut", CopyChecker(kind, DEFAULT_PROFILE, width_bytes), mutation)
         free_ports(m, dut, Flow.In)
-        record = CheckerRecord()
+        record = CheckerRecord(dut.holds)
         checker_contract(m, prop, dut, record)
-        state = registers(m.submodules["dut"])
-        _handshake_invariant(m, state, dut, record)
         prop(m, "checker_result_flags_are_its_counts",
              ~dut.result.valid | nest_flags_hold(dut.result.payload.geom))
-        _count_flags_invariant(m, state, dut)
+        top = registers(m.submodules["dut"])
+        stages = registers(child(m.submodules["dut"], "evaluation"))
+        queued = _output_invariant(m, top, dut, record)
+        _stages_invariant(m, stages, dut, record, queued)
         return m
     return build
 
 
-def _handshake_invariant(m, state, dut, record):
-    """What closes the induction: a copy is evaluated from its accept (`age` 1) until it
-    loads into the result register (at `age` latency - 1, `load`, only while that is
-    free), and its request register holds its index; `ready` is "none evaluated, or one
-    loads"."""
-    age, load, valid = state["age"], state["load"], dut.result.valid
-    evaluated = age != 0
-    prop(m, "checker_age_within_latency", age < dut.latency)
-    prop(m, "checker_holds_its_result_and_the_copy_evaluated",
-         record.held == valid + evaluated)
-    prop(m, "checker_loads_at_the_last_stage_into_a_free_result",
-         ~load | ((age == dut.latency - 1) & ~valid))
-    prop(m, "checker_ready_while_none_evaluated_or_one_loads",
-         state["ready"] == ((age == 0) | load))
-    request = data.View(request_layout(dut.kind), state["held"])
-    prop(m, "checker_request_register_holds_the_copy_evaluated", ~evaluated
-         | (request.index == Mux(valid, record.indices[1], record.indices[0])))
+def _output_invariant(m, top, dut, record):
+    """What closes the induction at the output: the output register holds the oldest
+    copy and the skid register, only while the output is full, the next, each with its
+    verdict and count flags; the count of copies held is the record's. Returns how many
+    the two hold."""
+    valid, skid_valid = top["result_valid"], top["result_skid_valid"]
+    held = [(valid, data.View(output_layout(dut.kind), top["result"])),
+            (skid_valid, data.View(output_layout(dut.kind), top["result_skid"]))]
+    prop(m, "checker_count_is_the_copies_held", top["held"] == record.held)
+    prop(m, "checker_skid_only_behind_a_result", ~skid_valid | valid)
+    for (full, entry), (name, oldest) in zip(held, (("output", 0), ("skid", 1))):
+        result = entry.result
+        passes = (result.error == ErrorCode.NONE) & ~result.geom.empty
+        prop(m, f"checker_{name}_holds_its_copy_with_its_verdict_and_flags", ~full
+             | ((result.index == record.indices[oldest]) & (entry.passes == passes)
+                & nest_flags_hold(result.geom)))
+    return valid + skid_valid
 
 
-def _count_flags_invariant(m, state, dut):
-    """What closes the count flags' induction: the flags of the copy evaluated are its
-    counts' from stage 2 (`_many`, `_two`, `empty`) and 3 (`_second_end`) on, as the
-    request register holds it until it loads."""
-    request = data.View(request_layout(dut.kind), state["held"])
+def _stages_invariant(m, stages, dut, record, queued):
+    """What closes the induction in the evaluation: the copies held are those in the
+    output and skid registers and one per valid stage, each stage's the next older than the stage before it; a stage's
+    count flags (from stage 2; whether the second row ends each level from 3) are its
+    copy's counts'."""
+    last = dut.latency - 1
+    valid = [stages[f"valid_{k}"] for k in range(1, last + 1)]
+    prop(m, "checker_holds_its_queue_and_stages", record.held == queued + sum(valid))
+    for k in range(1, last + 1):
+        request = data.View(request_layout(dut.kind), stages[f"held_{k}"])
+        # Copies in later stages are older: this one's place in the record is behind them.
+        place = queued + sum(valid[k:])
+        prop(m, f"checker_stage_{k}_holds_its_copy", ~valid[k - 1]
+             | (request.index == Array(record.indices)[place]))
+        if k < 2:
+            continue
+        geom = _stage_flags(stages, dut.kind, request, k)
+        holds = count_flags_hold(geom)
+        if k >= 3:
+            holds &= second_row_ends_hold(geom)
+        prop(m, f"checker_stage_{k}_count_flags", ~valid[k - 1] | holds)
+
+
+def _stage_flags(stages, kind, request, stage):
+    """The counts of the copy at `stage` and the flags that stage holds of them."""
     fields = request.fields
     counts = {"n_burst": fields.n_burst, "loop1_count": Const(1), "loop2_count": Const(1)}
-    if has_loops(dut.kind):
+    if has_loops(kind):
         counts.update(loop1_count=request.regs.loop1_count,
                       loop2_count=request.regs.loop2_count)
-    # A UB->UB copy's loop counts are 1: their `_many` and `_two` are 0, with no register.
-    flags = {f"{name}_{flag}": state.get(f"{name}_{flag}", Const(0, 1))
-             for name in LOOP_COUNTS for flag in ("many", "two", "second_end")}
-    geom = {**counts, **flags, "len_burst": fields.len_burst, "empty": state["empty"]}
-    age = state["age"]
-    prop(m, "checker_count_flags_of_the_copy_evaluated", (age < 2) | count_flags_hold(geom))
-    prop(m, "checker_second_row_ends_of_the_copy_evaluated",
-         (age < 3) | second_row_ends_hold(geom))
+
+    def at(name, first):
+        return stages[name if stage == first else f"{name}_s{stage}"]
+
+    geom = {**counts, "len_burst": fields.len_burst, "empty": at("empty", 2)}
+    for name in LOOP_COUNTS:
+        registered = name == "n_burst" or has_loops(kind)
+        for flag, test in COUNT_FLAGS.items():
+            # A UB->UB copy's loop counts are 1: their flags are constants, no register.
+            geom[f"{name}_{flag}"] = (at(f"{name}_{flag}", 2) if registered
+                                      else Const(test(1), 1))
+        if stage >= 3:
+            geom[f"{name}_second_end"] = at(f"{name}_second_end", 3)
+    return geom
 
 
-def _ready_while_evaluating(handshake):
-    """The checker's `request.ready` high on every cycle (the later assignment wins)."""
-    def patched(self, m, accept, latency):
-        load = handshake(self, m, accept, latency)
-        m.d.comb += self.request.ready.eq(1)
-        return load
+def _ready_while_full(skid_stage):
+    """The checker's output read as always ready: the evaluation advances, takes a
+    request and offers a result while the output and skid registers are both full."""
+    def patched(*args, **kwargs):
+        valid, register, _ = skid_stage(*args, **kwargs)
+        return valid, register, C(1, 1)
     return patched
 
 
-def _reloaded_while_waiting(handshake):
-    """The checker's result register loaded again while its result waits to be taken."""
-    def patched(self, m, accept, latency):
-        return handshake(self, m, accept, latency) | self.result.valid
+def _valid_announced_without_the_skid(skid_stage):
+    """The checker's `result_valid_next` as if its skid register were always empty: a
+    result waiting there is not announced."""
+    def patched(m, valid_in, value, take, name, **kwargs):
+        announced = kwargs.pop("valid_next")
+        valid, register, ready = skid_stage(m, valid_in, value, take, name, **kwargs)
+        m.d.comb += announced.eq(Mux(~valid | take, valid_in, valid))
+        return valid, register, ready
+    return patched
+
+
+def _carried_a_stage_short(carry):
+    """A value worked out for one stage of the checker, read at a later stage from the
+    register a stage before it: another copy's value."""
+    def patched(self, chain, stage, name):
+        carry(self, chain, stage, name)
+        return chain[max(min(chain), stage - 1)]
     return patched
 
 
@@ -99,13 +140,15 @@ def _loop1_steps_after_one_burst(many, two):
 
 
 CHECKER_MUTATIONS = (
-    *(Mutation(name, what, ((checker.CopyChecker, "_handshake",
-                             patch(checker.CopyChecker._handshake)),))
-      for name, what, patch in (
-          ("ready_while_evaluating", "a request is taken while a copy is evaluated",
-           _ready_while_evaluating),
-          ("result_reloaded_while_waiting", "the result register loads again while its "
-           "result waits to be taken", _reloaded_while_waiting))),
+    Mutation("ready_while_full", "a request taken and a result offered with the output "
+             "and skid registers full", ((checker, "skid_stage",
+                                          _ready_while_full(checker.skid_stage)),)),
+    Mutation("valid_announced_without_the_skid", "a result waiting in the skid register "
+             "not announced by `result_valid_next`",
+             ((checker, "skid_stage", _valid_announced_without_the_skid(checker.skid_stage)),)),
+    Mutation("carried_a_stage_short", "a value worked out for one stage read at a later "
+             "stage from the register a stage before: another copy's",
+             ((checker._Stages, "_carry", _carried_a_stage_short(checker._Stages._carry)),)),
     Mutation("loop1_steps_after_one_burst", "the second row of a copy of one row per "
              "burst loop taken as a loop1 step, even with loop1's count 1",
              ((checker, "second_row_ends", _loop1_steps_after_one_burst),)),

@@ -36,8 +36,8 @@ from model.isa import DEFAULT_PROFILE, ErrorCode
 
 from .inputs import free_ports
 from .pipe_in_flight import PIPE_IN_FLIGHT_MUTATIONS, count_invariant
-from .pipe_stand_ins import (CHECKER_HOLDS, FreeAddressGenerator, FreeCopyChecker,
-                             offers_a_passing_result, result_taken)
+from .pipe_stand_ins import (FreeAddressGenerator, FreeCopyChecker, offers_a_passing_result,
+                             result_taken)
 from .props import add_block, assume, child, counter, past, prop, registers
 from .runner import Mutation
 
@@ -62,13 +62,16 @@ def pipe_controller_harness(pipe, limit, width_bytes):
         assume(m, "completion_after_its_start", ~dut.done.valid | (copies != 0))
         count_invariant(m, fragment, in_flight, limit, started, completed)
         _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit)
-        _pipe_invariant(m, checker, addrgen, copies)
+        completion_seen = past(m, dut.done.valid, "completion_seen")
+        _pipe_invariant(m, checker, addrgen, copies, completion_seen)
+        prop(m, "result_taken_exactly_as_it_starts_or_ends",
+             checker.result.ready == (start | in_flight.copy_end))
         taken = _each_command_counted_once(m, dut, checker, in_flight, (start, copies))
-        bus_error = past(m, dut.done.valid & (dut.done.payload.error != ErrorCode.NONE),
-                         "bus_error_seen")
+        # A Completion keeps the pipe busy a cycle after it counts: its bus error is
+        # recorded then, and InFlight's `drained` shows it then.
         prop(m, "busy_while_a_command_waits_or_is_not_counted",
              dut.status.busy == (dut.cmd.valid | (taken != dut.status.completed)
-                                 | bus_error))
+                                 | completion_seen))
         return m
     return build
 
@@ -94,14 +97,17 @@ def _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit):
          ~in_flight.rule_error | (in_flight.rule_index == oldest))
 
 
-def _pipe_invariant(m, checker, addrgen, copies):
+def _pipe_invariant(m, checker, addrgen, copies, completion_seen):
     """What closes the induction: the stand-in holds at most what a checker holds; the
-    pipe's `idle` register is none in the checker and none in flight; the address
-    generator is offered a copy only with the checker's passing result."""
+    pipe's `idle` register is none in the checker, none in flight and no Completion a
+    cycle ago (`completion_seen`); the address generator is offered a copy only with the
+    checker's passing result."""
     held = checker.record.held
-    prop(m, "checker_holds_at_most_its_copies", held <= CHECKER_HOLDS)
+    prop(m, "checker_holds_at_most_its_copies", held <= checker.record.holds)
     idle = registers(m.submodules["dut"])["idle"]
-    prop(m, "idle_is_no_copy_unfinished", idle == ((held == 0) & (copies == 0)))
+    # InFlight's `drained` shows a Completion a cycle after it counts.
+    prop(m, "idle_is_no_copy_unfinished",
+         idle == ((held == 0) & (copies == 0) & ~completion_seen))
     prop(m, "copy_offered_only_as_it_passes",
          ~addrgen.copy.valid | offers_a_passing_result(checker))
 
@@ -150,6 +156,15 @@ def _in_flight_read_as(**replaced):
     return patched
 
 
+def _in_flight_next_room_read_as_now(track_in_flight):
+    """InFlight's `room_next` read as `room`: whether the result is taken is decided on
+    the room of a cycle before."""
+    def patched(self, m, start, index):
+        block = track_in_flight(self, m, start, index)
+        return _InFlightSeen(block, room_next=block.room)
+    return patched
+
+
 def _started_with_the_index_at_cmd(track_in_flight):
     """A start recorded with the index of the command at the head of `cmd`."""
     def patched(self, m, start, index):
@@ -186,7 +201,11 @@ def _pipe_mutation(name, what, attribute, patch):
 
 PIPE_CONTROLLER_MUTATIONS = (
     _pipe_mutation("started_without_room", "a copy starts with the limit in flight",
-                   "_track_in_flight", _in_flight_read_as(room=C(1, 1))),
+                   "_track_in_flight", _in_flight_read_as(room=C(1, 1), room_next=C(1, 1))),
+    _pipe_mutation("taken_on_the_room_of_a_cycle_before", "whether the checker's result "
+                   "is taken is decided on the room in flight of the cycle before",
+                   "_track_in_flight",
+                   _in_flight_next_room_read_as_now(PipeController._track_in_flight)),
     _pipe_mutation("copy_end_with_copies_in_flight", "a copy that broke a rule ends "
                    "with copies in flight", "_track_in_flight",
                    _in_flight_read_as(drained=C(1, 1))),

@@ -9,8 +9,9 @@ Completion is the i-th copy's. It follows one copy, of a free-but-fixed number, 
 index is a free-but-fixed value (as ZipCPU's proofs follow one byte): wherever the block
 holds that copy's index, it holds the value. Its contract: the index recorded with a bus
 error is its copy's; the completed count goes up by exactly one per Completion and per
-command that ends in the pipe; `drained` and `room` are exactly the count
-in flight's compares; the queue never refuses an index."""
+command that ends in the pipe; `drained` and `room` are exactly the compares of the
+count in flight with the start, a cycle before (so a Completion shows in them a cycle
+after it counts); the queue never refuses an index."""
 
 from dataclasses import dataclass
 
@@ -78,10 +79,19 @@ def count_invariant(m, fragment, dut, limit, started, completed):
     state = registers(fragment)
     prop(m, "count_is_the_copies_in_flight",
          (state["count"] == in_flight) & (in_flight <= limit))
-    prop(m, "drained_exactly_none_in_flight", dut.drained == (in_flight == 0))
-    prop(m, "room_exactly_below_the_limit", dut.room == (in_flight < limit))
-    after = (started + dut.start - completed - dut.done.valid)[:COPY_SEQ_BITS]
-    prop(m, "drained_next_exactly_none_after_the_edge", dut.drained_next == (after == 0))
+    # Both leave out the Completion of the cycle before, and only that one.
+    started_now = (in_flight + dut.start)[:COPY_SEQ_BITS]
+    prop(m, "drained_next_exactly_none_in_flight_nor_started",
+         dut.drained_next == (started_now == 0))
+    prop(m, "room_next_exactly_below_the_limit_with_the_start",
+         dut.room_next == (started_now < limit))
+    drained_seen = Signal(init=1, name="drained_next_seen")   # none in flight at reset
+    room_seen = Signal(init=1, name="room_next_seen")
+    m.d.sync += [drained_seen.eq(dut.drained_next), room_seen.eq(dut.room_next)]
+    prop(m, "drained_and_room_registered",
+         (dut.drained == drained_seen) & (dut.room == room_seen))
+    prop(m, "drained_only_with_none_in_flight", ~dut.drained | (in_flight == 0))
+    prop(m, "room_only_below_the_limit", ~dut.room | (in_flight < limit))
 
 
 def _landed(m, dut, tracked_now):
@@ -209,6 +219,15 @@ def _never_drained_again(track_in_flight):
     return patched
 
 
+def _no_room_after_a_start(track_in_flight):
+    """`room_next` low from a copy's start on, whatever completes."""
+    def patched(self, m, landed):
+        queue = track_in_flight(self, m, landed)
+        m.d.comb += self.room_next.eq(self.room & ~self.start)
+        return queue
+    return patched
+
+
 def _short_of_the_limit(*, width, depth):
     """The in-flight queue two entries short: one fewer than the limit. (One short, as
     many as the limit, it never refuses an index either: proved as the group is.)"""
@@ -231,6 +250,8 @@ PIPE_IN_FLIGHT_MUTATIONS = (
                        "started", _never_drained_again),
     _tracking_mutation("room_for_one_more", "room and the count in flight allow one copy "
                        "past the limit", _room_for_one_more),
+    _tracking_mutation("no_room_after_a_start", "`room` stays low once a copy has started",
+                       _no_room_after_a_start),
     Mutation("queue_short_of_the_limit", "the in-flight queue holds one entry fewer than "
              "the limit", ((in_flight, "BypassQueue", _short_of_the_limit),)),
 )

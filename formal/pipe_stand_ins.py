@@ -19,10 +19,6 @@ from model.isa import ErrorCode
 from .inputs import free_ports
 from .props import assume, past, stalled
 
-# Copies a CopyChecker holds at once: one evaluated, one in its result register.
-CHECKER_HOLDS = 2
-
-
 def _passes(result):
     """Whether a checked copy (a CopyChecker result) goes to the address generator: it
     broke no rule and has a row."""
@@ -40,12 +36,14 @@ def offers_a_passing_result(checker):
 
 class CheckerRecord:
     """A harness's record of the copies a CopyChecker holds, from its ports: `held`, how
-    many, and `indices`, their commands' indices, oldest first (valid below `held`)."""
+    many, and `indices`, their commands' indices, oldest first (valid below `held`);
+    `holds` is the most the checker holds (its `holds`)."""
 
-    def __init__(self):
-        self.held = Signal(range(CHECKER_HOLDS + 1), name="checker_held")
+    def __init__(self, holds):
+        self.holds = holds
+        self.held = Signal(range(holds + 1), name="checker_held")
         self.indices = [Signal(CMD_INDEX_BITS, name=f"checker_index_{k}")
-                        for k in range(CHECKER_HOLDS)]
+                        for k in range(holds)]
 
     def follow(self, m, checker):
         """Follows `checker`'s requests taken and results taken. Returns `held`'s next
@@ -66,40 +64,48 @@ def checker_contract(m, check, checker, record):
     """What CopyChecker guarantees of its ports (its docstring), `check`ed: `assume` of a
     stand-in, `prop` of the real block. `record` (a CheckerRecord) follows it:
 
-    - a request is taken on any cycle `ready` is high, while it holds fewer than
-      CHECKER_HOLDS copies (or one leaves on that cycle);
+    - a request is taken on any cycle `ready` is high, while it holds fewer than `holds`
+      copies (or one leaves on that cycle);
     - one result per request taken, in order, with the request's index; held until
-      taken, its verdict (error, empty) and index unchanged;
-    - `passing` only on a cycle with no result, and then the next cycle's result passes;
+      taken, its verdict (error, empty, `result_passes`) and index unchanged;
+    - `result_passes` with a result says whether it passes;
+    - `result_valid_next` and `result_passes_next` are the values `result.valid` and
+      (with a result) `result_passes` take on the next edge;
     - `busy` exactly while it holds a copy (a register), `busy_next` its next value."""
     request, result = checker.request, checker.result
     held, oldest = record.held, record.indices[0]
     held_next = record.follow(m, checker)
     taken = result_taken(checker)
     check(m, "checker_takes_a_copy_with_room",
-          ~request.ready | (held - taken < CHECKER_HOLDS))
+          ~request.ready | (held - taken < record.holds))
     check(m, "checker_result_of_a_copy_held",
           ~result.valid | ((held != 0) & (result.payload.index == oldest)))
-    verdict = Cat(result.payload.error, result.payload.geom.empty, result.payload.index)
+    verdict = Cat(result.payload.error, result.payload.geom.empty, result.payload.index,
+                  checker.result_passes)
     check(m, "checker_result_held_until_taken", ~stalled(m, result)
           | (result.valid & (verdict == past(m, verdict, "verdict_before"))))
-    check(m, "checker_passing_before_a_result", ~checker.passing | ~result.valid)
-    check(m, "checker_passing_result_passes",
-          ~past(m, checker.passing, "passing_before") | offers_a_passing_result(checker))
+    check(m, "checker_result_passes_is_its_verdict",
+          ~result.valid | (checker.result_passes == _passes(result.payload)))
+    valid_next = past(m, checker.result_valid_next, "result_valid_announced")
+    passes_next = past(m, checker.result_passes_next, "result_passes_announced")
+    check(m, "checker_result_valid_as_announced", result.valid == valid_next)
+    check(m, "checker_result_passes_as_announced",
+          ~result.valid | (checker.result_passes == passes_next))
     check(m, "checker_busy_while_holding", checker.busy == (held != 0))
     check(m, "checker_busy_next", checker.busy_next == (held_next != 0))
 
 
 class FreeCopyChecker(wiring.Component):
     """CopyChecker's ports, its outputs free under what CopyChecker guarantees
-    (`checker_contract`, assumed). Every other field of the result, and `upcoming`, is
-    free: it says where the copy's rows go, which no property of the pipe's completions
-    reads. `record` is the copies it holds (CheckerRecord): the result's index is
+    (`checker_contract`, assumed). Every other field of the result is free: it says
+    where the copy's rows go, which no property of the pipe's completions reads.
+    `record` is the copies it holds (CheckerRecord): the result's index is
     `record.indices[0]`."""
 
     def __init__(self, kind, profile, width_bytes):
-        super().__init__(CopyChecker(kind, profile, width_bytes).signature)
-        self.record = CheckerRecord()
+        real = CopyChecker(kind, profile, width_bytes)
+        super().__init__(real.signature)
+        self.record = CheckerRecord(real.holds)
 
     def elaborate(self, platform):
         m = Module()
@@ -108,9 +114,21 @@ class FreeCopyChecker(wiring.Component):
         return m
 
 
+def copy_ready_as_announced(m, generator):
+    """What AddressGenerator guarantees of `copy.ready` (its docstring): it is the value
+    `copy_ready_next` announced on the cycle before, and high on the first cycle and
+    after a reset."""
+    # A register whose reset value is 1 and which loads 0: high exactly then.
+    fresh = Signal(init=1, name="addrgen_fresh")
+    m.d.sync += fresh.eq(0)
+    announced = past(m, generator.copy_ready_next, "copy_ready_announced")
+    return generator.copy.ready == (fresh | announced)
+
+
 class FreeAddressGenerator(wiring.Component):
-    """AddressGenerator's ports, its outputs (`copy.ready`, `rows`, `busy`) free: when it
-    takes a copy and which rows it makes decide no property of the pipe's completions,
+    """AddressGenerator's ports, its outputs (`copy.ready`, `rows`, `busy`) free but for
+    `copy.ready` being announced a cycle ahead (`copy_ready_as_announced`, assumed): when
+    it takes a copy and which rows it makes decide no property of the pipe's completions,
     whose Completions the harness gives within the copies started."""
 
     def __init__(self, kind, width_bytes):
@@ -119,4 +137,5 @@ class FreeAddressGenerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         free_ports(m, self, Flow.Out)
+        assume(m, "addrgen_copy_ready_as_announced", copy_ready_as_announced(m, self))
         return m

@@ -84,13 +84,13 @@ ROWFORK_DEPTH = 8
 PIPE_IN_FLIGHT = IN_FLIGHT_DEPTH
 PIPE_IN_FLIGHT_DEPTH = 1
 # The pipe controller's induction closes at depth 2 (InFlight's completed count's step
-# register is the ends of the cycle before); its mutations run by BMC to twice the limit
-# + 2: a pipe starts a copy every other cycle at most, so the start past the limit is
-# offered at step 2 * limit + 1.
+# register is the ends of the cycle before); its mutations run by BMC to the limit + 2:
+# a pipe starts a copy per cycle at most, so the start past the limit is offered at step
+# limit + 1 (BMC to the limit + 1 does not reach it).
 PIPE_CONTROLLER_DEPTH = 2
-PIPE_CONTROLLER_MUTATION_DEPTH = 2 * PIPE_IN_FLIGHT + 2
+PIPE_CONTROLLER_MUTATION_DEPTH = PIPE_IN_FLIGHT + 2
 # CopyChecker's guarantees to the pipe close by k-induction at depth 1; at 8 the base
-# case holds two copies checked one after the other (5 cycles each at most).
+# case holds a full pipeline and queue (6 copies) and one taken after them.
 CHECKER_CONTRACT_DEPTH = 8
 # The aligner's "any byte" contract closes by k-induction at depth 1 with its invariant;
 # its mutations run by BMC to 7 + L, L the rotator's stages, which holds their

@@ -239,8 +239,15 @@ def _register_cone(module, name):
     `module`: the nets (bits) of the logic their next value and enable are worked out
     through in one cycle, and the nets that logic starts from, each a module input or a
     flip-flop output."""
+    return _cone(module, _register_inputs(module, name))
+
+
+def _cone(module, bits):
+    """(gates, sources) of the nets `bits` of a synthesized `module`: the nets of the logic
+    they are worked out through in one cycle, and the nets that logic starts from, each
+    a module input or a flip-flop output."""
     drivers = _drivers(module)
-    pending = _register_inputs(module, name)
+    pending = list(bits)
     gates, sources = set(), set()
     while pending:
         bit = pending.pop()
@@ -253,6 +260,12 @@ def _register_cone(module, name):
             gates.add(bit)
             pending += _cell_inputs(cell)
     return gates, sources
+
+
+def net_sources(module, bits):
+    """The nets (bits) that the nets `bits` of a synthesized `module` are worked out from
+    in one cycle, each a module input or a flip-flop output."""
+    return _cone(module, bits)[1]
 
 
 def register_sources(module, name):

@@ -13,8 +13,8 @@ from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PROFIL
                        ErrorCode, Opcode)
 from model.rules import check_copy, geometry
 from control_cases import random_copy
-from hdl_helpers import (count_flags, gates_reached, pad8, register_cells, register_sources,
-                         registers_reached, run_sim, stream_put, synth_ecp5_module)
+from hdl_helpers import (cell_outputs, count_flags, net_sources, pad8, register_cells,
+                         register_sources, run_sim, stream_put, synth_ecp5_module)
 
 EXPECTED_CODES = {
     Opcode.COPY_GM_TO_UBUF: {ErrorCode.NONE, ErrorCode.TYPE_UNSUPPORTED,
@@ -111,7 +111,7 @@ def test_checker_matches_rules(kind, profile, count, stall):
     indices = [rng.getrandbits(CMD_INDEX_BITS) for _ in range(count)]
     dut = CopyChecker(kind, profile)
     got = []
-    announced = []          # per cycle: (a new result arrived, `passing` the cycle before)
+    verdicts = []           # per result taken: `result_passes` with it
     busy_errors = []        # cycles where `busy` is not "a copy accepted, result not taken"
 
     async def producer(ctx):
@@ -126,34 +126,28 @@ def test_checker_matches_rules(kind, profile, count, stall):
 
     async def consumer(ctx):
         ready_rng = random.Random(count)
-        passing_before = 0
-        waiting = False                 # a result was offered and refused last cycle
         holding = 0                     # copies accepted whose result is not yet taken
         cycle = 0
         while len(got) < count:
             ready = int(ready_rng.random() >= stall)
             ctx.set(dut.result.ready, ready)
             sampled = await ctx.tick().sample(
-                dut.result.valid, dut.result.payload, dut.passing, dut.request.valid,
+                dut.result.valid, dut.result.payload, dut.result_passes, dut.request.valid,
                 dut.request.ready, dut.busy)
-            valid, payload, passing, req_valid, req_ready, busy = sampled[2:]
-            announced.append((bool(valid) and not waiting, passing_before))
+            valid, payload, passes, req_valid, req_ready, busy = sampled[2:]
             if busy != (holding > 0):
                 busy_errors.append(cycle)
             holding += (req_valid and req_ready) - (valid and ready)
             cycle += 1
             if valid and ready:
                 got.append(payload)
-            waiting = bool(valid) and not ready
-            passing_before = passing
+                verdicts.append(passes)
 
     run_sim(dut, producer, consumer,
             timeout=int(count * (dut.latency + 2) / (1 - stall)) + 50)
     assert not busy_errors, busy_errors[:10]
-    # `passing` comes exactly on the cycle before each new result that passes, never else.
-    assert not any(passing for new, passing in announced if not new)
-    assert [passing for new, passing in announced if new] == [
-        int(p.error == ErrorCode.NONE and not p.geom.empty) for p in got]
+    # `result_passes` says of each result whether it passes.
+    assert verdicts == [int(p.error == ErrorCode.NONE and not p.geom.empty) for p in got]
 
     codes = collections.Counter()
     boundaries = collections.Counter()
@@ -185,38 +179,42 @@ def test_checker_matches_rules(kind, profile, count, stall):
         assert boundaries[name] >= 10, boundaries
 
 
-def test_checker_throughput_and_latency():
-    """Back to back, results taken on arrival: one copy per LATENCY - 1 cycles (the next
-    request is taken as the previous result is loaded), result LATENCY cycles after the
-    accept."""
-    kind = Opcode.COPY_UBUF_TO_GM
+@pytest.mark.parametrize("kind", COPY_KINDS)
+def test_checker_throughput_and_latency(kind):
+    """Back to back, results taken on arrival: a copy per cycle, each result LATENCY
+    cycles after its accept; and with the results refused, the checker fills to `holds`
+    copies and takes no more until one leaves."""
     profile = PROFILES["a5"]
     rng = random.Random(3)
     cases = [random_copy(rng, kind, profile) for _ in range(20)]
     dut = CopyChecker(kind, profile)
-    accepts, results = [], []
+    accepts, results, held = [], [], []
 
     async def bench(ctx):
-        ctx.set(dut.result.ready, 1)
         pending = list(cases)
-        for cycle in range(20 * dut.latency + 10):
+        for cycle in range(20 + 3 * dut.latency + 10):
+            # Refused for a while, then taken on arrival.
+            ctx.set(dut.result.ready, int(not 10 <= cycle < 10 + 2 * dut.latency))
             if pending:
                 ctx.set(dut.request.valid, 1)
                 ctx.set(dut.request.payload, request_payload(kind, *pending[0]))
             else:
                 ctx.set(dut.request.valid, 0)
-            _, _, req_ready, res_valid = await ctx.tick().sample(dut.request.ready,
-                                                                 dut.result.valid)
+            _, _, req_ready, res_valid, res_ready = await ctx.tick().sample(
+                dut.request.ready, dut.result.valid, dut.result.ready)
             if pending and req_ready:
                 accepts.append(cycle)
                 pending.pop(0)
-            if res_valid:
+            if res_valid and res_ready:
                 results.append(cycle)
+            held.append(len(accepts) - len(results))
 
     run_sim(dut, bench)
     assert len(accepts) == len(results) == 20
-    assert all(r - a == dut.latency for a, r in zip(accepts, results))
-    assert all(b - a == dut.latency - 1 for a, b in zip(accepts, accepts[1:]))
+    assert accepts[:10] == list(range(10))
+    assert results[:10 - dut.latency] == [a + dut.latency for a in accepts[:10 - dut.latency]]
+    assert max(held) == dut.holds
+    assert results[-1] - results[-2] == 1 and accepts[-1] - accepts[-2] == 1
 
 
 @pytest.mark.parametrize("kind", COPY_KINDS)
@@ -239,21 +237,21 @@ def test_count_flags_start_at_the_held_request(synthesized):
                if name.startswith("request__payload") for bit in port["bits"]}
     for name in ("empty", *(f"{count}_{flag}" for count in LOOP_COUNTS
                             for flag in (*COUNT_FLAGS, "second_end"))):
-        sources = register_sources(synthesized, name)
+        sources = register_sources(synthesized, f"evaluation.{name}")
         assert sources and not request & sources, name
 
 
-def test_age_reaches_the_handshake_alone(synthesized):
-    """After synth_ecp5, `age` reaches in one cycle only the handshake's registers and
-    `busy_next`: the result register's enable and the request registers' come from
-    registers, so no gate on `age` is shared with those wide loads and placed among
-    them."""
-    age = set(synthesized["netnames"]["age"]["bits"])
-    handshake = [cell for name in ("age", "request__ready", "load", "result__valid", "busy")
-                 for cell in register_cells(synthesized, name)]
-    reached = registers_reached(synthesized, age)
-    assert reached and all(any(cell is own for own in handshake) for cell in reached)
-    outputs = {bit for port in synthesized["ports"].values() if port["direction"] == "output"
-               for bit in port["bits"]}
-    busy_next = set(synthesized["ports"]["busy_next"]["bits"])
-    assert not (gates_reached(synthesized, age) & outputs) - busy_next
+def test_evaluation_advances_on_a_register(synthesized):
+    """After synth_ecp5, every register of the evaluation's request stages loads on one
+    flip-flop's output (the skid register's valid, inverted at the flip-flops' CE), with
+    no gate in front of its enable: the pipeline's enable, which reaches thousands of
+    flip-flops, waits on no handshake in its cycle; and `request.ready` is worked out
+    from that flip-flop alone."""
+    drivers = {bit: cell for cell in synthesized["cells"].values()
+               for bit in cell_outputs(cell)}
+    cells = register_cells(synthesized, "evaluation.held_1")
+    enables = {bit for cell in cells for bit in cell["connections"]["CE"]}
+    assert len(enables) == 1 and drivers[next(iter(enables))]["type"] == "TRELLIS_FF"
+    ready = synthesized["ports"]["request__ready"]["bits"]
+    assert net_sources(synthesized, ready) == enables
+

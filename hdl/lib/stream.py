@@ -12,7 +12,8 @@ from .kept_lut import load_in_groups
 from .register_copy import RegisterCopy
 
 
-def skid_stage(m, valid_in, value, take, name, skid_take=None):
+def skid_stage(m, valid_in, value, take, name, skid_take=None, skid_view=None,
+               valid_next=None):
     """One registered stage of a stream: it loads `value` and `valid_in` on every cycle it
     is empty or its word is taken (`take`). Returns (valid, register, ready). `ready` is
     a register: a word offered while the stage is full and not taken waits in a second
@@ -25,7 +26,13 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None):
     gates) that the skid register's side uses instead, so neither net enables both wide
     registers. The two registers load in groups of bits, each on a cell of its own
     (kept_lut.load_in_groups), so the gates that decide `valid` and `ready` stay beside
-    those registers and do not go out to the wide registers' bits and back."""
+    those registers and do not go out to the wide registers' bits and back.
+
+    `skid_view`, if given, is a pair of signals driven with the skid register's valid
+    bit and word (the stage loads that word next if it is full, else `value`), so a
+    consumer can work out what it needs of the next word from each of the two
+    registers, with no mux in front; `valid_next`, if given, is driven with the value
+    `valid` takes on the next edge."""
     if skid_take is None:
         skid_take = take
     valid = Signal(name=f"{name}_valid")
@@ -33,14 +40,19 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None):
     skid_valid = Signal(name=f"{name}_skid_valid")
     skid = Signal(value.shape(), name=f"{name}_skid")
     ready = ~skid_valid
-    with m.If(~valid | take):
-        m.d.sync += valid.eq(skid_valid | valid_in)
+    loads = ~valid | take
+    stays = Mux(loads, skid_valid | valid_in, valid)
+    m.d.sync += valid.eq(stays)
+    if valid_next is not None:
+        m.d.comb += valid_next.eq(stays)
     with m.If(~valid | skid_take):
         m.d.sync += skid_valid.eq(0)
     with m.Elif(ready):
         m.d.sync += skid_valid.eq(valid_in)
-    load_in_groups(m, name, _loads_stage, Cat(valid, take),
-                   [(reg, Mux(skid_valid, skid, value))])
+    next_word = Mux(skid_valid, skid, value)
+    if skid_view is not None:
+        m.d.comb += [skid_view[0].eq(skid_valid), skid_view[1].eq(skid)]
+    load_in_groups(m, name, _loads_stage, Cat(valid, take), [(reg, next_word)])
     load_in_groups(m, f"{name}_skid", _loads_skid, Cat(valid, skid_take, skid_valid),
                    [(skid, value)])
     return valid, reg, ready
@@ -62,7 +74,7 @@ def _loads_entry(full, wr_is):
     return ~full & wr_is
 
 
-def buffered_output(m, out, word, put, name="out", room_copy=None):
+def buffered_output(m, out, word, put, name="out", room_copy=None, room_next=None):
     """Drives stream `out` from a two-entry queue. `word` is taken on a cycle with `put`
     high, which may only be when the returned `room` is high. `room` and `out.valid` are
     registers, and `out.payload` is an entry picked by a register.
@@ -80,7 +92,8 @@ def buffered_output(m, out, word, put, name="out", room_copy=None):
 
     `room_copy`, if given, is driven with a copy of `room` in flip-flops of its own
     (RegisterCopy), for a producer whose control sits away from the queue, so no path
-    runs from the producer's gates to the queue and back."""
+    runs from the producer's gates to the queue and back. `room_next`, if given, is
+    driven with the value `room` takes on the next edge."""
     width = Shape.cast(out.payload.shape()).width
     entries = [Signal(width, name=f"{name}{i}") for i in range(2)]
     full = Signal(2, name=f"{name}_full")
@@ -91,14 +104,14 @@ def buffered_output(m, out, word, put, name="out", room_copy=None):
     full_next = Signal(2)
     wr_next = Signal()
     rd_next = Signal()
-    room_next = Signal()
+    room_next_value = Signal(name="room_next")
     room = Signal(init=1, name=f"{name}_room")
     for i in range(2):
         m.d.comb += full_next[i].eq((full[i] & ~(take & (rd == i))) | (put & (wr == i)))
     m.d.comb += [
         wr_next.eq(wr ^ put),
         rd_next.eq(rd ^ take),
-        room_next.eq(~Mux(wr_next, full_next[1], full_next[0])),
+        room_next_value.eq(~Mux(wr_next, full_next[1], full_next[0])),
     ]
     for i, entry in enumerate(entries):
         load_in_groups(m, f"{name}{i}", _loads_entry, Cat(full[i], wr if i else ~wr),
@@ -107,15 +120,17 @@ def buffered_output(m, out, word, put, name="out", room_copy=None):
         full.eq(full_next),
         wr.eq(wr_next),
         rd.eq(rd_next),
-        room.eq(room_next),
+        room.eq(room_next_value),
         valid.eq(Mux(rd_next, full_next[1], full_next[0])),
     ]
     m.d.comb += [
         out.valid.eq(valid),
         out.payload.eq(Mux(rd, entries[1], entries[0])),
     ]
+    if room_next is not None:
+        m.d.comb += room_next.eq(room_next_value)
     if room_copy is not None:
         # Held inverted, so the copy's reset (clear) is room, as `room`'s is.
         copy = m.submodules[f"{name}_room_copy"] = RegisterCopy(1)
-        m.d.comb += [copy.d.eq(~room_next), room_copy.eq(~copy.q)]
+        m.d.comb += [copy.d.eq(~room_next_value), room_copy.eq(~copy.q)]
     return room

@@ -143,7 +143,9 @@ class AddressGenerator(wiring.Component):
     (which the checker works out at the same W), and every row `ub_words_m1`, its UB
     row's words less one, likewise: each a carry chain of two operands from registers.
 
-    `busy`: a taken copy still has rows to emit.
+    `busy`: a taken copy still has rows to emit. `copy_ready_next`: the value
+    `copy.ready` takes on the next edge (`copy.ready` is a choice among registers), so
+    the pipe can decide a cycle ahead whether a copy is taken then.
 
     `abort` cuts a copy short (a bus error downstream): if the copy it names is the one
     being walked, the row generated after the next one is that copy's final one, marked
@@ -169,6 +171,7 @@ class AddressGenerator(wiring.Component):
             "rows": Out(stream.Signature(RowJob)),
             "abort": In(AbortSignature()),
             "busy": Out(1),
+            "copy_ready_next": Out(1),
         })
 
     def elaborate(self, platform):
@@ -183,7 +186,8 @@ class AddressGenerator(wiring.Component):
         # `ready` from afar, only on registers of this block.
         row = Signal(RowJob)
         put = Signal()
-        advance = buffered_output(m, self.rows, row, put, name="row")
+        advance_next = Signal()
+        advance = buffered_output(m, self.rows, row, put, name="row", room_next=advance_next)
         loops = _Loops.of(m, job, incoming, walking)
         number, aborted, hit = self._abort(m, walking)
         # Whether the walked row ends the copy (it is the last, or the copy is aborted), as
@@ -221,15 +225,16 @@ class AddressGenerator(wiring.Component):
 
         self._row_addresses(m, row, job, walking, idle, walk, (step, next_step, first_next))
         first_sid = self._row_fields(m, row, job, walking, ending, first_ending)
+        walking_next = Mux(take, ~first_ending, walking & ~(walk & ending))
+        m.d.sync += walking.eq(walking_next)
+        m.d.comb += self.copy_ready_next.eq(~walking_next & advance_next)
         with m.If(walk):
             m.d.sync += step.eq(next_step)
-            with m.If(ending):
-                m.d.sync += walking.eq(0)
-            with m.Else():
+            with m.If(~ending):
                 self._count(m, job, loops.counters, loops.at_one, loops.count_two,
                             count_step)
         self._walked_at_end(m, job, loops.at_one, loops.at_end, flags_step, loops.walked)
-        self._take(m, take, number, first_sid, walking, first_ending)
+        self._take(m, take, number, first_sid)
         # The copy to walk, and the walk as after its first row, load on every cycle none
         # is walked: the copy taken is the one they hold when walking starts.
         with m.If(idle):
@@ -316,17 +321,15 @@ class AddressGenerator(wiring.Component):
                                     new_sid=first_sid)
         return first_sid
 
-    def _take(self, m, take, number, first_sid, walking, first_ending):
-        """Taking a copy: its number, whether its sid is new, and walking it if it has a
-        second row."""
+    def _take(self, m, take, number, first_sid):
+        """Taking a copy: its number, and whether its sid is new."""
         incoming = self.copy.payload
         # The sid of the last copy taken: a copy's first row tells whether its sid differs
         # from the row before it.
         last_sid = Signal.like(incoming.sid)
         m.d.comb += first_sid.eq(incoming.sid != last_sid)
         with m.If(take):
-            m.d.sync += [number.eq(number + 1), last_sid.eq(incoming.sid),
-                         walking.eq(~first_ending)]
+            m.d.sync += [number.eq(number + 1), last_sid.eq(incoming.sid)]
 
     @staticmethod
     def _count(m, job, counters, at_one, count_two, step):

@@ -5,7 +5,8 @@ Equal to `model.rules.check_copy` and `model.rules.geometry` on every encodable 
 
 import itertools
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Shape, Signal, Value
+from amaranth.hdl import (Array, Cat, Const, Elaboratable, EnableInserter, Module, Mux, Shape,
+                          Signal, Value)
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -15,6 +16,7 @@ from model.isa import (DTYPES, GM_ADDR_BITS, OP_BY_OPCODE, PAD_MAX_BYTES, PIPE_R
 
 from ..lib.arith import compress, sum_mod
 from ..lib.multiplier import OPERAND_BITS, RegisteredMultiplier
+from ..lib.stream import skid_stage
 from ..layouts import (CACHE_BITS, CMD_INDEX_BITS, EXTENT_BITS, LEFT_BITS, LEN_BITS, SID_BITS,
                       RowTerms)
 from ..datapath.legalizer import row_terms
@@ -141,10 +143,20 @@ def second_row_ends(many, two):
     return [Mux(step, two[level], ~many[level]) for level, step in enumerate(steps)]
 
 
-def _reg(m, value, name, init=0):
-    """A free-running pipeline register (one cycle). Copies that load the same value are
-    kept apart by different `init` values (see _load)."""
-    reg = Signal(value.shape(), name=name, init=init)
+def output_layout(kind):
+    """The checker's output register (and its skid register): the result, and whether it
+    passes (error NONE, not empty), worked out before it so the pipe reads it from a
+    register."""
+    return data.StructLayout({"result": checked_copy_layout(kind), "passes": 1})
+
+
+def _reg(m, value, name, init=0, reset_less=True):
+    """A pipeline register (one stage). It loads on every cycle the evaluation advances
+    (CopyChecker wraps the evaluation in an EnableInserter). Copies that load the same
+    value are kept apart (not merged by synthesis) by different `init` values, which
+    nothing reads: a stage's value is read only while its copy is valid, so it needs no
+    reset."""
+    reg = Signal(Value.cast(value).shape(), name=name, init=init, reset_less=reset_less)
     m.d.sync += reg.eq(value)
     return reg
 
@@ -171,44 +183,74 @@ def _align_up(value):
     return ((value + (UB_LINE - 1)) >> LINE_SHIFT) << LINE_SHIFT
 
 
-def _load(m, capture, value, name, init=0):
-    """A register loaded with the request on every cycle `capture` (the checker's
-    `request.ready`) is high: valid at stage 1 after an accept, and held while the copy is
-    evaluated, as `request.ready` stays low until its result loads. Registers that load
-    the same value are kept apart (not merged by synthesis) by giving them different
-    `init` values, which nothing reads: the result is valid only after an accept, so the
-    register needs no reset either."""
-    reg = Signal(value.shape(), name=name, init=init, reset_less=True)
-    with m.If(capture):
-        m.d.sync += reg.eq(value)
-    return reg
+class _Stages:
+    """A copy's values stage by stage. The evaluation is a pipeline: stage k's registers
+    hold the copy accepted k advances ago, stage 0 is the request offered. The request
+    itself is carried from stage to stage (`request(k)`, registers `held_k`; synthesis
+    keeps only the bits a stage reads), and so is each value worked out for one stage
+    and read at a later one (`put`, `at`), by registers of its own."""
+
+    def __init__(self, m, incoming, last):
+        self.m = m
+        self.requests = [incoming]
+        for k in range(1, last + 1):
+            held = Signal(incoming.shape(), name=f"held_{k}", reset_less=True)
+            m.d.sync += held.eq(self.requests[-1])
+            self.requests.append(held)
+        self.values = {}
+
+    def request(self, stage):
+        return self.requests[stage]
+
+    def put(self, name, value, stage):
+        """`value` is the copy's `name` at `stage` (a Const: at every stage)."""
+        self.values[name] = {stage: value}
+
+    def at(self, name, stage):
+        """The copy's `name` at `stage`, carried from the stage it was worked out for."""
+        chain = self.values[name]
+        if any(isinstance(value, Const) for value in chain.values()):
+            return next(iter(chain.values()))
+        return self._carry(chain, stage, name)
+
+    def carry(self, value, stage, to, name):
+        """`value` of the copy at `stage`, as it is at stage `to`."""
+        return self._carry({stage: value}, to, name)
+
+    def _carry(self, chain, stage, name):
+        latest = max(chain)
+        assert stage >= min(chain), (name, stage)
+        while latest < stage:
+            chain[latest + 1] = _reg(self.m, chain[latest], f"{name}_s{latest + 1}")
+            latest += 1
+        return chain[stage]
 
 
-def _partial_products(m, capture, a, b, cap, name, copies, weight=0):
-    """(a*b) << weight, for Values a and b of the request being accepted, as partial
+def _partial_products(m, go, a, b, cap, name, copies, weight=0):
+    """(a*b) << weight, for Values a and b of the request offered (stage 0), as partial
     products of at most MUL_BITS x MUL_BITS bits each, in the form `_carry_save_sum` sums:
     ((value shifted to its weight, flag), stage). Bits of weight 2^cap and up only set the
     flag, so a product wholly above them needs no multiplier, only a nonzero test of its
     factors (stage 2; `copies` numbers those factors' registers, as their `init`, so
     synthesis does not merge those that load the same slice), and has no value (None). A
     multiplier (RegisteredMultiplier, one ECP5 MULT18X18D with its registers inside)
-    loads its operands with the request (stage 1) and registers its product (stage 2), so
-    the block's routing in and out is not in series with its delay; the product's bits
-    from 2^cap up are tested for nonzero where the sum gathers the flags, so nothing but
-    that register follows the block."""
+    loads its operands as the request is accepted (stage 1; `go`, the evaluation's
+    advance, drives the block's own input registers) and registers its product (stage
+    2), so the block's routing in and out is not in series with its delay; the product's
+    bits from 2^cap up are tested for nonzero where the sum gathers the flags, so nothing
+    but that register follows the block."""
     terms = []
     for i in range(0, len(a), MUL_BITS):
         for j in range(0, len(b), MUL_BITS):
             x, y, shift = a[i:i + MUL_BITS], b[j:j + MUL_BITS], weight + i + j
             if shift >= cap:
-                x, y = (_load(m, capture, v, f"{name}_{i}_{j}_{k}",
-                              init=next(copies) % (1 << len(v)))
+                x, y = (_reg(m, v, f"{name}_{i}_{j}_{k}", init=next(copies) % (1 << len(v)))
                         for v, k in ((x, "a"), (y, "b")))
                 over = _reg(m, (x != 0) & (y != 0), f"{name}_{i}_{j}_over")
                 terms.append(((None, over), 2))
                 continue
             mul = m.submodules[f"{name}_{i}_{j}"] = RegisteredMultiplier(len(x), len(y))
-            m.d.comb += [mul.a.eq(x), mul.b.eq(y), mul.load.eq(capture)]
+            m.d.comb += [mul.a.eq(x), mul.b.eq(y), mul.load.eq(go)]
             keep = cap - shift
             value = mul.p[:keep] << shift
             high = mul.p[keep:]
@@ -218,12 +260,13 @@ def _partial_products(m, capture, a, b, cap, name, copies, weight=0):
 
 def _carry_save_sum(m, terms, cap, limit, name):
     """Sums ((value, flag), stage) terms: values below 2^cap (None: a flag alone), a flag
-    says the true term is 2^cap or more, and a term joins at the stage its value is ready
-    (and stays valid: the request is held). Carry-save levels reduce the vectors, up to
-    CSA_LEVELS per stage, until FINAL_FANIN are left with the last terms to join (and no
-    term is still to come); then two vectors and their carry-propagate add make the final
-    stage. The vectors are wide
-    enough for the exact sum of all the values (no carry is lost).
+    says the true term is 2^cap or more, and a term joins at the stage its value is
+    ready. Carry-save levels reduce the vectors, up to CSA_LEVELS per stage, until
+    FINAL_FANIN are left with the last terms to join (and no term is still to come); then
+    two vectors and their carry-propagate add make the final stage. Each stage's vectors
+    and flags are registered into the next, whether reduced or not, as the stage holds
+    the next copy's. The vectors are wide enough for the exact sum of all the values (no
+    carry is lost).
 
     Whether the true sum is beyond `limit` (below 2^cap) is registered beside it, from the
     same vectors: sum > limit exactly when sum + (2^width - 1 - limit) carries out of the
@@ -253,17 +296,16 @@ def _carry_save_sum(m, terms, cap, limit, name):
             target = max(FINAL_FANIN - len(joining_last), 2)
         else:
             target = FINAL_FANIN
-        if len(vectors) > target:
-            for _ in range(CSA_LEVELS):
-                if len(vectors) > target:
-                    vectors = compress(vectors, width)
-            vectors = [_reg(m, vector, f"{name}_s{stage + 1}_{k}")
-                       for k, vector in enumerate(vectors)]
-            # A register per flag: a flag from a multiplier is the nonzero test of its
-            # product's high bits, after the route out of its block, so no OR across
-            # blocks is added here; the final stage ORs them beside the carry chain.
-            flags = [_reg(m, flag, f"{name}_s{stage + 1}_over{k}")
-                     for k, flag in enumerate(flags)]
+        for _ in range(CSA_LEVELS):
+            if len(vectors) > target:
+                vectors = compress(vectors, width)
+        vectors = [_reg(m, vector, f"{name}_s{stage + 1}_{k}")
+                   for k, vector in enumerate(vectors)]
+        # A register per flag: a flag from a multiplier is the nonzero test of its
+        # product's high bits, after the route out of its block, so no OR across
+        # blocks is added here; the final stage ORs them beside the carry chain.
+        flags = [_reg(m, flag, f"{name}_s{stage + 1}_over{k}")
+                 for k, flag in enumerate(flags)]
         stage += 1
 
 
@@ -276,7 +318,8 @@ def _lowest(conditions):
 
 
 class CopyChecker(wiring.Component):
-    """Checks one copy command against the SPEC rules and derives its loop geometry.
+    """Checks copy commands against the SPEC rules and derives their loop geometry, one
+    copy per cycle.
 
     `kind` is the copy's Opcode; `profile` an isa Profile or its name (UB size, f8 types);
     `width_bytes` the bus and UB word width W, for the result's `row_terms`.
@@ -290,48 +333,53 @@ class CopyChecker(wiring.Component):
     n_burst_many / loop1_count_many / loop2_count_many (that count > 1), the same with
     _two (that count == 2) and _second_end (second_row_ends), and src_end / dst_end (one
     past the last byte of each side's span); `row_terms` (RowTerms at W, one
-    carry chain each from the held request) spares the address generator's per-row sums
+    carry chain each from the request) spares the address generator's per-row sums
     their carry-save level. FIELD_RANGE never occurs: a field that fits its bits is in
     range.
-    passing: high on the cycle before `result.valid` rises when that result will pass
-    (error NONE, not empty), so a consumer can register its decision to start the copy
-    and start it as the result arrives (`result.payload` still holds the previous
-    result on that cycle). upcoming: the spans of the copy being evaluated (`geom`'s
-    src, src_end, dst, dst_end), valid with `passing`. busy_next: the value `busy` takes
-    on the next edge. busy: a register, high from the
-    edge that accepts a request until the edge that takes its result.
+    result_passes: whether the result offered passes (error NONE, not empty), valid with
+    `result.valid`; a bit of the output register, so the pipe decides a start without a
+    compare of the error. result_valid_next, result_passes_next: the values
+    `result.valid` and `result_passes` take on the next edge, so the pipe can decide a
+    cycle ahead whether it takes the result then: `result.ready` may be a register.
+    busy: a register, high from the edge that accepts a request until the edge that
+    takes its result. busy_next: the value `busy` takes on the next edge.
+    upcoming_in_skid, upcoming_skid, upcoming_stage: the spans (`geom`'s src, src_end,
+    dst, dst_end) of the result the output register loads next are those of the skid
+    register (`upcoming_skid`) if `upcoming_in_skid`, else those of the last stage
+    (`upcoming_stage`): each from registers, so a consumer can decide a cycle ahead about
+    the result it takes next, working out each candidate's on its own before picking.
 
-    Evaluation and result overlap: the request is held in a register and a free-running
-    pipeline evaluates it; at its last stage the whole result is loaded into the result
-    register, and the next request is accepted on that cycle. The result is valid
-    `LATENCY[kind]` cycles after the request was accepted (5 for MTE2/MTE3, 4 for
-    UB->UB) and stays until taken; a copy whose result register is still full waits at its
-    last stage. `request.ready` and the load are registers, neither waiting on
-    `result.ready` in its cycle, so one copy per `latency` - 1 cycles while
-    results are taken on arrival: faster than any copy's command words reach a pipe. The
-    result register also means the consumer reads every field from a flip-flop, not through
-    the geometry's shifts and muxes.
+    The evaluation is a pipeline of `latency` - 1 stages (_Evaluation) into an output
+    register with a skid register behind it (stream.skid_stage), whose `ready` (the skid
+    register empty) is both `request.ready` and the enable of every register of the
+    evaluation: while the skid register is full the pipeline holds, and it takes no
+    request. So a request is taken on every cycle results are taken as they come, and
+    the result is offered `latency` cycles after its request was accepted (5 for
+    MTE2/MTE3, 4 for UB->UB), from the output register, and held until taken. The
+    checker holds at most `holds` copies: one in each stage, the output and the skid
+    register's.
 
     Stages (registers valid n cycles after the request was accepted), each side's end
     summed by `_carry_save_sum` (exact, then kept to the width of the end and an overflow
     flag):
-    1 loaded from the incoming request: element size (decoded from its dtype), UB->UB
-      strides in lines, the MTE2 row footprint and it and dst_stride aligned up to a
-      line, and each multiplier's own operand registers (a slice of count - 1 and of
-      the stride);
+    1 loaded from the incoming request: the request itself (`held_1`, carried on stage
+      to stage), element size (decoded from its dtype), UB->UB strides in lines, MTE2's
+      left plus right pad, and each multiplier's own operand registers (a slice of
+      count - 1 and of the stride);
     2 partial products of the ends (18x18 bits, one ECP5 multiplier each; UB->UB
-      multiplies by its stride in lines, one multiplier per side), from the held
-      request empty and each count > 1 and == 2, whether the UB rows pack (a5: the row
-      stride equals len_burst and no pad is written), the field rules (element size,
-      padding; UB->UB alignment), the MTE2 row extent E;
+      multiplies by its stride in lines, one multiplier per side), empty and each
+      count > 1 and == 2, whether the UB rows pack (a5: the row stride equals len_burst
+      and no pad is written), the field rules (element size, padding; UB->UB
+      alignment), the MTE2 row footprint and it and dst_stride aligned up to a line;
     3 MTE2/MTE3: each side's terms (base, row bytes, partial products) carry-save
-      reduced to at most four vectors, the alignment and stride overlap rules; UB->UB:
-      the ends (base + row + product, one carry-save level and the add), whether each
-      is past the UB, the earlier rules ranked;
+      reduced to at most four vectors, the alignment and stride overlap rules, MTE2's
+      row extent E and its UB bytes; UB->UB: the ends (base + row + product, one
+      carry-save level and the add), whether each is past the UB, the earlier rules
+      ranked;
     4 MTE2/MTE3: the ends (carry-save down to two vectors and their carry-propagate add)
       and, beside each, whether it is past its memory; the earlier rules ranked;
-      UB->UB: the overlap comparisons and the rule priority, into the result register;
-    5 MTE2/MTE3: the rule priority into the result register.
+      UB->UB: the overlap comparisons and the rule priority, into the output register;
+    5 MTE2/MTE3: the rule priority into the output register.
     """
 
     LATENCY = {Opcode.COPY_GM_TO_UBUF: 5, Opcode.COPY_UBUF_TO_GM: 5, Opcode.COPY_UBUF_TO_UBUF: 4}
@@ -342,173 +390,172 @@ class CopyChecker(wiring.Component):
         self.width_bytes = width_bytes
         self.profile = PROFILES.get(profile, profile)
         self.latency = self.LATENCY[kind]
+        self.holds = self.latency + 1
         super().__init__({
             "request": In(stream.Signature(request_layout(kind))),
             "result": Out(stream.Signature(checked_copy_layout(kind))),
-            "passing": Out(1),
+            "result_passes": Out(1),
+            "result_valid_next": Out(1),
+            "result_passes_next": Out(1),
             "busy": Out(1),
             "busy_next": Out(1),
-            "upcoming": Out(spans_layout(kind)),
+            "upcoming_in_skid": Out(1),
+            "upcoming_skid": Out(spans_layout(kind)),
+            "upcoming_stage": Out(spans_layout(kind)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        accept = self.request.valid & self.request.ready
-        # The request's registers load on every cycle the checker is ready, whether or not
-        # a request is offered, so their enable is a register: only the handshake's few
-        # registers wait on `request.valid`.
-        capture = self.request.ready
-        incoming = self.request.payload
-        held = Signal(request_layout(self.kind))
-        with m.If(capture):
-            m.d.sync += held.eq(incoming)
-
-        log2_es, supported = self._element_size(m, incoming.fields.dtype)
-        derived = self._first_stage(m, capture, incoming, log2_es, supported)
-        derived.update(self._count_flags(m, held))
-        if self.kind == Opcode.COPY_GM_TO_UBUF:
-            derived.update(self._row_extent(m, capture, incoming, held, derived["log2_es"]))
-        geom = self._geometry(held, derived)
-        ends = self._range_ends(m, capture, incoming, geom, derived.get("row_bytes_sum"))
-        geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
-        flags = self._rules(m, held, derived, geom, ends)
-        next_error = self._priority(m, flags)
-        # The result register is one stage after the slowest rule.
-        assert max(stage for _, stage in flags.values()) + 1 == self.latency
-        load = self._handshake(m, accept, self.latency)
-        m.d.comb += self.passing.eq(load & (next_error == ErrorCode.NONE) & ~derived["empty"])
-
-        out = self.result.payload
-        fields = held.fields
-        loaded = {"index": held.index, "error": next_error, "sid": fields.sid}
-        if "l2_cache_ctl" in fields.shape().members:
-            loaded["cache"] = fields.l2_cache_ctl
-        if "regs" in held.shape().members and "pad_val" in held.regs.shape().members:
-            loaded["pad8"] = _by_element_size(derived["log2_es"],
-                                              lambda k: _pad8(held.regs.pad_val, 1 << k))
-        m.d.comb += [self.upcoming[name].eq(geom[name]) for name in SPAN_FIELDS]
-        terms = row_terms(geom["len_burst"], self.width_bytes)
-        with m.If(load):
-            m.d.sync += [out.geom[name].eq(value) for name, value in geom.items()]
-            m.d.sync += [out[name].eq(value) for name, value in loaded.items()]
-            m.d.sync += [out.row_terms[name].eq(value) for name, value in terms.items()]
+        go = Signal()
+        evaluation = m.submodules.evaluation = EnableInserter({"sync": go})(
+            _Evaluation(self.kind, self.profile, self.width_bytes, self.latency))
+        taken = Signal()
+        skid = Signal(output_layout(self.kind))
+        # The output register loads on `result.ready` itself (it is low while no result
+        # is offered), so no gate of the handshake lies in front of its enables.
+        valid, out, ready = skid_stage(m, evaluation.done, evaluation.word, self.result.ready,
+                                       "result", skid_view=(self.upcoming_in_skid, skid),
+                                       valid_next=self.result_valid_next)
+        stage = evaluation.word
+        m.d.comb += [[self.upcoming_skid[name].eq(skid.result.geom[name]),
+                      self.upcoming_stage[name].eq(stage.result.geom[name])]
+                     for name in SPAN_FIELDS]
+        upcoming_passes = Mux(self.upcoming_in_skid, skid.passes, stage.passes)
+        m.d.comb += [
+            go.eq(ready),
+            evaluation.go.eq(ready),
+            evaluation.offered.eq(self.request.valid),
+            evaluation.request.eq(self.request.payload),
+            self.request.ready.eq(ready),
+            self.result.valid.eq(valid),
+            self.result.payload.eq(out.result),
+            self.result_passes.eq(out.passes),
+            taken.eq(valid & self.result.ready),
+            self.result_passes_next.eq(Mux(~valid | taken, upcoming_passes, out.passes)),
+        ]
+        accept = self.request.valid & ready
+        held = Signal(range(self.holds + 1))
+        held_next = Signal.like(held)
+        m.d.comb += [held_next.eq(held + accept - taken), self.busy_next.eq(held_next != 0)]
+        m.d.sync += [held.eq(held_next), self.busy.eq(self.busy_next)]
         return m
 
-    def _handshake(self, m, accept, latency):
-        """A copy is evaluated from its accept until stage `latency` - 1, where it waits
-        until the result register is free and is loaded into it (`result` is valid
-        `latency` cycles after the accept at the earliest, until it is taken). The next
-        request is accepted on the cycle the previous one is loaded. `request.ready` and
-        `load` are registers, worked out a cycle ahead: neither waits on `result.ready` in
-        its cycle, and `age` is read by the handshake's registers alone. Returns `load`."""
-        age = Signal(range(latency))
-        load = Signal()
-        valid_next = Signal()
-        m.d.comb += valid_next.eq(self.result.valid)
-        with m.If(load):
-            m.d.comb += valid_next.eq(1)
-        with m.Elif(self.result.ready):
-            m.d.comb += valid_next.eq(0)
-        # The age after this edge if no request is accepted: from registers and
-        # `result.ready` alone.
-        age_kept = Signal.like(age)
-        m.d.comb += age_kept.eq(age)
-        with m.If(load):
-            m.d.comb += age_kept.eq(0)
-        with m.Elif((age != 0) & (age != latency - 1)):
-            m.d.comb += age_kept.eq(age + 1)
 
-        def loads_at(age_next):
-            return (age_next == latency - 1) & ~valid_next
+class _Evaluation(Elaboratable):
+    """CopyChecker's pipeline: `request` (with `offered`, its `valid`) enters stage 1 on
+    every cycle its registers load (CopyChecker's enable, which `go` also is, for the
+    multipliers' input registers inside their DSP blocks); `word` is the copy's result
+    at the last stage, `latency` - 1, and `done` says a copy is there."""
 
-        def ready_at(age_next):
-            return (age_next == 0) | loads_at(age_next)
+    def __init__(self, kind, profile, width_bytes, latency):
+        self.kind = kind
+        self.profile = profile
+        self.width_bytes = width_bytes
+        self.last = latency - 1
+        self.request = Signal(request_layout(kind))
+        self.offered = Signal()
+        self.go = Signal()
+        self.done = Signal()
+        self.word = Signal(output_layout(kind))
 
-        def after_edge(at):
-            # A choice on `accept` between values worked out without it, so the request's
-            # `valid` is one LUT from the register.
-            return Mux(accept, at(Const(1, len(age))), at(age_kept))
+    def elaborate(self, platform):
+        m = Module()
+        stages = _Stages(m, self.request, self.last)
+        valid = self.offered
+        for k in range(1, self.last + 1):
+            valid = _reg(m, valid, f"valid_{k}", reset_less=False)
+        m.d.comb += self.done.eq(valid)
 
-        # `load` enables the whole result register and `request.ready` every request
-        # register: were either a gate on `age`, the placer would put that gate out among
-        # those loads, and the handshake's own next state, which shares it, with it.
-        ready = Signal(init=1)
-        m.d.sync += [
-            age.eq(Mux(accept, 1, age_kept)),
-            self.result.valid.eq(valid_next),
-            ready.eq(after_edge(ready_at)),
-            load.eq(after_edge(loads_at)),
-            self.busy.eq(self.busy_next),
-        ]
-        m.d.comb += [self.request.ready.eq(ready),
-                     self.busy_next.eq(accept | (age_kept != 0) | valid_next)]
-        return load
+        self._element_size(m, stages)
+        self._count_flags(m, stages)
+        if self.kind == Opcode.COPY_GM_TO_UBUF:
+            self._row_extent(m, stages)
+        ends = self._range_ends(m, stages)
+        flags = self._rules(m, stages, ends)
+        error = self._priority(m, stages, flags)
+        # The output register takes the result one stage after the slowest rule.
+        assert max(stage for _, stage in flags.values()) == self.last
 
-    def _element_size(self, m, dtype):
-        """(log2 of the element size, supported) of the incoming dtype, combinational (an
-        unsupported type has log2 0)."""
+        last = self.last
+        geom = self._geometry(stages, last)
+        geom.update(src_end=ends["src"][0], dst_end=ends["dst"][0])
+        request = stages.request(last)
+        fields = request.fields
+        loaded = {"index": request.index, "error": error, "sid": fields.sid}
+        if "l2_cache_ctl" in fields.shape().members:
+            loaded["cache"] = fields.l2_cache_ctl
+        if "regs" in request.shape().members and "pad_val" in request.regs.shape().members:
+            loaded["pad8"] = _by_element_size(stages.at("log2_es", last),
+                                              lambda k: _pad8(request.regs.pad_val, 1 << k))
+        out = self.word.result
+        terms = row_terms(geom["len_burst"], self.width_bytes)
+        m.d.comb += [out.geom[name].eq(value) for name, value in geom.items()]
+        m.d.comb += [out[name].eq(value) for name, value in loaded.items()]
+        m.d.comb += [out.row_terms[name].eq(value) for name, value in terms.items()]
+        m.d.comb += self.word.passes.eq((error == ErrorCode.NONE) & ~geom["empty"])
+        return m
+
+    def _element_size(self, m, stages):
+        """Stage 1, from the incoming request: log2 of the element size and whether the
+        type is supported (an unsupported type has log2 0); UB->UB strides in lines."""
+        fields = stages.request(0).fields
         log2_es, supported = Signal(LOG2_ES_BITS), Signal()
-        with m.Switch(dtype):
+        with m.Switch(fields.dtype):
             for entry in DTYPES:
                 if dtype_supported(entry, self.profile):
                     with m.Case(entry.code):
                         m.d.comb += [log2_es.eq(exact_log2(entry.size)), supported.eq(1)]
-        return log2_es, supported
+        stages.put("log2_es", _reg(m, log2_es, "log2_es"), 1)
+        stages.put("supported", _reg(m, supported, "supported"), 1)
+        if not has_loops(self.kind):
+            # Row strides in lines: len + gap.
+            for side in ("src", "dst"):
+                stages.put(f"{side}_lines",
+                           _reg(m, fields.len_burst + fields[f"{side}_gap"], f"{side}_lines"),
+                           1)
 
-    def _first_stage(self, m, capture, incoming, log2_es, supported):
-        """Stage 1, captured with the request: element size, UB->UB strides in lines."""
-        fields = incoming.fields
-        derived = {"log2_es": Signal(LOG2_ES_BITS), "supported": Signal()}
-        with m.If(capture):
-            m.d.sync += [derived["log2_es"].eq(log2_es), derived["supported"].eq(supported)]
-            if not has_loops(self.kind):
-                # Row strides in lines: len + gap.
-                for side in ("src", "dst"):
-                    lines = derived[f"{side}_lines"] = Signal(len(fields.len_burst) + 1,
-                                                            name=f"{side}_lines")
-                    m.d.sync += lines.eq(fields.len_burst + fields[f"{side}_gap"])
-        return derived
-
-    def _count_flags(self, m, held):
-        """Stage 2, from the held request: empty, and each count > 1 and == 2.
+    def _count_flags(self, m, stages):
+        """Stage 2, from the request at stage 1: empty, and each count > 1 and == 2.
         Their compares of up to 84 bits take several LUT levels, which here start at the
         checker's own request register, not at the pipe's register snapshot. Stage 3,
         from those: whether the second row ends each loop level."""
-        fields = held.fields
+        request = stages.request(1)
+        fields = request.fields
         counts = {"n_burst": fields.n_burst}
         if has_loops(self.kind):
-            counts.update(loop1_count=held.regs.loop1_count,
-                          loop2_count=held.regs.loop2_count)
+            counts.update(loop1_count=request.regs.loop1_count,
+                          loop2_count=request.regs.loop2_count)
         empty = fields.len_burst == 0
         for value in counts.values():
             empty |= value == 0
-        flags = {"empty": _reg(m, empty, "empty")}
+        stages.put("empty", _reg(m, empty, "empty"), 2)
         for name in LOOP_COUNTS:
             for flag, test in COUNT_FLAGS.items():
                 # A UB->UB copy's loop counts are 1: its flags of them are constants.
-                flags[f"{name}_{flag}"] = (_reg(m, test(counts[name]), f"{name}_{flag}")
-                                           if name in counts else Const(test(1), 1))
-        # Stage 3, from the flags.
-        each = {flag: [flags[f"{name}_{flag}"] for name in LOOP_COUNTS] for flag in COUNT_FLAGS}
+                stages.put(f"{name}_{flag}", _reg(m, test(counts[name]), f"{name}_{flag}")
+                           if name in counts else Const(test(1), 1), 2)
+        each = {flag: [stages.at(f"{name}_{flag}", 2) for name in LOOP_COUNTS]
+                for flag in COUNT_FLAGS}
         for name, end in zip(LOOP_COUNTS, second_row_ends(each["many"], each["two"])):
-            flags[f"{name}_second_end"] = _reg(m, end, f"{name}_second_end")
-        return flags
+            stages.put(f"{name}_second_end", _reg(m, end, f"{name}_second_end"), 3)
 
-    def _geometry(self, held, derived):
-        """The result's geometry fields as Values (stable once the copy is evaluated)."""
-        fields = held.fields
+    def _geometry(self, stages, stage):
+        """The result's geometry fields at `stage`, as Values."""
+        request = stages.request(stage)
+        fields = request.fields
+        log2_es = stages.at("log2_es", stage)
         src, dst = ADDRESS_FIELDS[self.kind]
         geom = {"src": fields[src], "dst": fields[dst], "n_burst": fields.n_burst,
-                "es": Const(1, ES_BITS) << derived["log2_es"], "empty": derived["empty"]}
-        geom.update({f"{count}_{flag}": derived[f"{count}_{flag}"]
+                "es": Const(1, ES_BITS) << log2_es, "empty": stages.at("empty", stage)}
+        geom.update({f"{count}_{flag}": stages.at(f"{count}_{flag}", stage)
                      for count in LOOP_COUNTS for flag in (*COUNT_FLAGS, "second_end")})
         if not has_loops(self.kind):
             length = fields.len_burst << LINE_SHIFT
             geom.update(len_burst=length, row_bytes=length, loop1_count=1, loop2_count=1,
-                        src_stride=derived["src_lines"] << LINE_SHIFT,
-                        dst_stride=derived["dst_lines"] << LINE_SHIFT)
+                        src_stride=stages.at("src_lines", stage) << LINE_SHIFT,
+                        dst_stride=stages.at("dst_lines", stage) << LINE_SHIFT)
             return geom
-        regs = held.regs
+        regs = request.regs
         geom.update(len_burst=fields.len_burst, src_stride=fields.src_stride,
                     dst_stride=fields.dst_stride,
                     loop1_count=regs.loop1_count, loop2_count=regs.loop2_count,
@@ -516,27 +563,25 @@ class CopyChecker(wiring.Component):
                        for level in ("loop1", "loop2") for side in ("src", "dst")})
         if self.kind == Opcode.COPY_GM_TO_UBUF:
             select = fields.data_select_bit
-            geom.update(select=select,
-                        left_bytes=Mux(select, fields.left_padding << derived["log2_es"], 0),
-                        row_bytes=derived["row_bytes"])
+            geom.update(select=select, left_bytes=Mux(select, fields.left_padding << log2_es, 0),
+                        row_bytes=stages.at("row_bytes", stage))
         else:
             geom.update(row_bytes=fields.len_burst)
         return geom
 
     @staticmethod
-    def _row_extent(m, capture, incoming, held, log2_es):
+    def _row_extent(m, stages):
         """MTE2 UB row: footprint L*es + len + R*es, and it and dst_stride aligned up to a
-        line (stage 2, from the held request and its element size, so no route from the
-        pipe's command queue is in front of their carry chains); extent
-        E = align_up(max(dst_stride, footprint), 32), the larger aligned value, and the row's
-        UB bytes (E with data_select, else len_burst; stage 3, where they join the
+        line (stage 2, from the request at stage 1 and its element size, so no route from
+        the pipe's command queue is in front of their carry chains); extent
+        E = align_up(max(dst_stride, footprint), 32), the larger aligned value, and the
+        row's UB bytes (E with data_select, else len_burst; stage 3, where they join the
         destination end's sum)."""
-        fields = held.fields
-        # L + R elements, captured with the request (a short add), so the footprint is
+        incoming, fields = stages.request(0).fields, stages.request(1).fields
+        log2_es = stages.at("log2_es", 1)
+        # L + R elements, loaded with the request (a short add), so the footprint is
         # (L + R) * es + len.
-        pads = Signal(len(fields.left_padding) + 1, name="pads")
-        with m.If(capture):
-            m.d.sync += pads.eq(incoming.fields.left_padding + incoming.fields.right_padding)
+        pads = _reg(m, incoming.left_padding + incoming.right_padding, "pads")
         # The footprint, and it aligned up, each one carry chain (after a carry-save
         # level for the rounding), worked out for every element size at once and picked
         # by it after the chains, so the pads' shift is not in front of them. It is below
@@ -547,7 +592,6 @@ class CopyChecker(wiring.Component):
             return _by_element_size(log2_es, lambda k: sum_mod(
                 [pads << k, fields.len_burst, *extra], bits))
 
-        footprint = footprint_plus([])
         row = _reg(m, footprint_plus([UB_LINE - 1])[LINE_SHIFT:] << LINE_SHIFT,
                    "footprint_aligned")
         stride = _reg(m, _align_up(fields.dst_stride), "dst_stride_aligned")
@@ -555,31 +599,33 @@ class CopyChecker(wiring.Component):
         # The row's UB bytes, E with data_select, else the data alone: registers, so the
         # destination end's sum takes them with no select in front, from a copy of its own
         # (the other goes to the result, which is read far from the sum).
-        row_bytes = Mux(fields.data_select_bit, extent, fields.len_burst)
-        return {"footprint": _reg(m, footprint, "footprint"),
-                "row_bytes": _reg(m, row_bytes, "row_bytes"),
-                "row_bytes_sum": _reg(m, row_bytes, "row_bytes_sum", init=1)}
+        later = stages.request(2).fields
+        row_bytes = Mux(later.data_select_bit, extent, later.len_burst)
+        stages.put("footprint", _reg(m, footprint_plus([]), "footprint"), 2)
+        stages.put("row_bytes", _reg(m, row_bytes, "row_bytes"), 3)
+        stages.put("row_bytes_sum", _reg(m, row_bytes, "row_bytes_sum", init=1), 3)
 
-    def _range_ends(self, m, capture, incoming, geom, dst_row=None):
+    def _range_ends(self, m, stages):
         """One past the last source and destination byte, as (value, beyond, stage): base +
         the offsets of the last row on each loop level + the row's bytes, kept to the
         width of the result's src_end / dst_end, and whether it is past the end of its
-        memory (GM or the UB). `dst_row`, if given, is the destination row's bytes in a
-        register of the sum's own (else geom's row_bytes)."""
+        memory (GM or the UB)."""
         layout = geometry_layout(self.kind)
+        fields = stages.request(1).fields
+        length = fields.len_burst if has_loops(self.kind) else fields.len_burst << LINE_SHIFT
         ends = {}
         copies = itertools.count()
-        for side in ("src", "dst"):
-            if side == "src":
-                row = geom["len_burst"]
+        for side, field in zip(("src", "dst"), ADDRESS_FIELDS[self.kind]):
+            # E (MTE2 destination rows with data_select) is ready at stage 3, in a
+            # register of the sum's own.
+            if self.kind == Opcode.COPY_GM_TO_UBUF and side == "dst":
+                row, row_stage = stages.at("row_bytes_sum", 3), 3
             else:
-                row = geom["row_bytes"] if dst_row is None else dst_row
-            # E (MTE2 destination rows with data_select) is ready at stage 3.
-            row_stage = 3 if self.kind == Opcode.COPY_GM_TO_UBUF and side == "dst" else 1
+                row, row_stage = length, 1
             cap = Shape.cast(layout.members[f"{side}_end"]).width
-            terms = [(_capped(geom[side], cap), 1), (_capped(row, cap), row_stage)]
-            for level, count_m1, stride, weight in self._level_offsets(incoming, side):
-                terms += _partial_products(m, capture, count_m1, stride, cap,
+            terms = [(_capped(fields[field], cap), 1), (_capped(row, cap), row_stage)]
+            for level, count_m1, stride, weight in self._level_offsets(stages, side):
+                terms += _partial_products(m, self.go, count_m1, stride, cap,
                                            f"{side}_{level}", copies, weight)
             ends[side] = _carry_save_sum(m, terms, cap, self._memory_size(side),
                                          f"{side}_end")
@@ -592,10 +638,11 @@ class CopyChecker(wiring.Component):
     def _memory_size(self, side):
         return 1 << GM_ADDR_BITS if side == self._gm_side() else self.profile.ub_size
 
-    def _level_offsets(self, incoming, side):
+    def _level_offsets(self, stages, side):
         """(level, count - 1, stride, weight of the stride's unit) of each loop level of
         `side`, as Values of the incoming request (the multipliers load them with it):
         (count - 1) * stride << weight is the offset of the level's last row."""
+        incoming = stages.request(0)
         fields = incoming.fields
 
         def minus_one(value):
@@ -611,41 +658,44 @@ class CopyChecker(wiring.Component):
                 ("loop1", less_one.loop1_count, regs[f"loop1_{side}_stride"], 0),
                 ("loop2", less_one.loop2_count, regs[f"loop2_{side}_stride"], 0)]
 
-    def _rules(self, m, held, derived, geom, ends):
+    def _rules(self, m, stages, ends):
         """{ErrorCode: (condition, stage it is ready)} for every rule of this kind."""
         end_stage = max(stage for _, _, stage in ends.values())
-        flags = {ErrorCode.TYPE_UNSUPPORTED: (~derived["supported"], 1)}
+        flags = {ErrorCode.TYPE_UNSUPPORTED: (~stages.at("supported", 1), 1)}
         if has_loops(self.kind):
-            flags.update(self._mte_rules(m, held, derived, geom, ends, end_stage))
+            flags.update(self._mte_rules(m, stages, ends, end_stage))
         else:
-            flags.update(self._ub_to_ub_rules(m, derived, geom, ends, end_stage))
+            flags.update(self._ub_to_ub_rules(m, stages, ends, end_stage))
         return flags
 
-    def _ub_to_ub_rules(self, m, derived, geom, ends, end_stage):
-        nonempty = ~derived["empty"]
+    def _ub_to_ub_rules(self, m, stages, ends, end_stage):
+        first, at_end = stages.request(1).fields, stages.request(end_stage).fields
+        nonempty = ~stages.at("empty", end_stage)
         src_end, dst_end = ends["src"][0], ends["dst"][0]
-        misaligned = self._misaligned(geom["src"]) | self._misaligned(geom["dst"])
+        misaligned = self._misaligned(first.ub_src) | self._misaligned(first.ub_dst)
         beyond = ends["src"][1] | ends["dst"][1]
         return {
             ErrorCode.UB_MISALIGNED: (_reg(m, misaligned, "misaligned"), 2),
             ErrorCode.UB_RANGE: (nonempty & beyond, end_stage),
             # Spans [start, end) of source and destination intersect (UB_RANGE, which
             # takes precedence, covers ends beyond their width).
-            ErrorCode.UB_OVERLAP: (nonempty & (geom["src"] < dst_end) & (geom["dst"] < src_end),
-                                   end_stage),
+            ErrorCode.UB_OVERLAP: (nonempty & (at_end.ub_src < dst_end)
+                                   & (at_end.ub_dst < src_end), end_stage),
         }
 
-    def _mte_rules(self, m, held, derived, geom, ends, end_stage):
-        fields = held.fields
-        log2_es = derived["log2_es"]
-        many = {level: derived[f"{count}_many"] for level, count in
-                (("row", "n_burst"), ("loop1", "loop1_count"), ("loop2", "loop2_count"))}
+    def _mte_rules(self, m, stages, ends, end_stage):
+        """The rules of an MTE2 or MTE3 copy: the field rules at stage 2 from the request
+        at stage 1, alignment and stride overlap at stage 3 from it at stage 2 (with the
+        count flags and the footprint), the ranges with the ends."""
+        fields = stages.request(1).fields
+        log2_es = stages.at("log2_es", 1)
         gm = self._gm_side()
         ub = "dst" if gm == "src" else "src"
         es_mask = (Const(1, 1 << LOG2_ES_BITS) << log2_es) - 1
         flags = {ErrorCode.LEN_NOT_ELEMENT_MULTIPLE: (
             _reg(m, (fields.len_burst & es_mask) != 0, "len_not_multiple"), 2)}
 
+        later = stages.request(2)
         if self.kind == Opcode.COPY_GM_TO_UBUF:
             left, right = fields.left_padding, fields.right_padding
             pad_without_select = ~fields.data_select_bit & ((left | right) != 0)
@@ -657,30 +707,33 @@ class CopyChecker(wiring.Component):
             flags[ErrorCode.PAD_WITHOUT_SELECT] = (
                 _reg(m, pad_without_select, "pad_without_select"), 2)
             flags[ErrorCode.PAD_TOO_LARGE] = (_reg(m, pad_too_large, "pad_too_large"), 2)
-            ub_row = derived["footprint"]
+            ub_row = stages.at("footprint", 2)
         else:
-            ub_row = fields.len_burst
+            ub_row = later.fields.len_burst
 
-        row_misaligned = many["row"] & self._misaligned(geom[f"{ub}_stride"])
+        many = {level: stages.at(f"{count}_many", 2) for level, count in
+                (("row", "n_burst"), ("loop1", "loop1_count"), ("loop2", "loop2_count"))}
+        address = dict(zip(("src", "dst"), ADDRESS_FIELDS[self.kind]))
+        row_misaligned = many["row"] & self._misaligned(later.fields[f"{ub}_stride"])
         if self.profile.packed_rows:
             row_misaligned &= ~self._packs_rows(m, fields, ub)
-        misaligned = (self._misaligned(geom[ub]) | row_misaligned
-                      | (many["loop1"] & self._misaligned(geom[f"loop1_{ub}"]))
-                      | (many["loop2"] & self._misaligned(geom[f"loop2_{ub}"])))
-        # The counts' flags, whether rows pack (and MTE2's footprint) are ready at stage 2.
+        misaligned = (self._misaligned(later.fields[address[ub]]) | row_misaligned
+                      | (many["loop1"] & self._misaligned(later.regs[f"loop1_{ub}_stride"]))
+                      | (many["loop2"] & self._misaligned(later.regs[f"loop2_{ub}_stride"])))
         flags[ErrorCode.UB_MISALIGNED] = (_reg(m, misaligned, "misaligned"), 3)
-        overlap = many["row"] & ((geom[f"{gm}_stride"] < fields.len_burst)
-                                 | (geom[f"{ub}_stride"] < ub_row))
+        overlap = many["row"] & ((later.fields[f"{gm}_stride"] < later.fields.len_burst)
+                                 | (later.fields[f"{ub}_stride"] < ub_row))
         flags[ErrorCode.STRIDE_OVERLAP] = (_reg(m, overlap, "stride_overlap"), 3)
 
-        nonempty = ~derived["empty"]
+        nonempty = ~stages.at("empty", end_stage)
         flags[ErrorCode.UB_RANGE] = (nonempty & ends[ub][1], end_stage)
         flags[ErrorCode.GM_RANGE] = (nonempty & ends[gm][1], end_stage)
         return flags
 
     def _packs_rows(self, m, fields, ub):
-        """Stage 2, from the held request: the UB row stride equals len_burst and the copy
-        writes no pad, so its rows may sit back to back (SPEC.md, "Packed UB rows")."""
+        """Stage 2, from the request at stage 1: the UB row stride equals len_burst and
+        the copy writes no pad, so its rows may sit back to back (SPEC.md, "Packed UB
+        rows")."""
         packed = fields[f"{ub}_stride"] == fields.len_burst
         if self.kind == Opcode.COPY_GM_TO_UBUF:
             packed &= ~fields.data_select_bit
@@ -691,13 +744,14 @@ class CopyChecker(wiring.Component):
         return value[:LINE_SHIFT] != 0
 
     @staticmethod
-    def _priority(m, flags):
+    def _priority(m, stages, flags):
         """The lowest ErrorCode whose condition holds (model.rules.check_copy's order).
         The rules ready before the last stage all have lower codes than those of the last
-        stage, so they are ranked a stage ahead, into registers, and the error is a
-        choice between that and the last stage's rules."""
+        stage, so they are carried to the stage before it and ranked there, into
+        registers, and the error is a choice between that and the last stage's rules."""
         last = max(stage for _, stage in flags.values())
-        early = {code: cond for code, (cond, stage) in flags.items() if stage < last}
+        early = {code: stages.carry(cond, stage, last - 1, f"rule_{code.name.lower()}")
+                 for code, (cond, stage) in flags.items() if stage < last}
         late = {code: cond for code, (cond, stage) in flags.items() if stage == last}
         assert max(early) < min(late)
         early_error = _reg(m, _lowest(early), "early_error")

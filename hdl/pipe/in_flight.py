@@ -27,9 +27,11 @@ class InFlight(wiring.Component):
       copy_end     In  1: a copy ends in the pipe (it broke a rule, or is empty)
       rule_error   In  1: that copy broke rule `rule_code`, its command at `rule_index`
       clear        In  1: clears error, error_index and error_addr
-      drained      Out 1: no copy started and not completed (a register)
+      drained      Out 1: no copy started and not completed (a register; a Completion
+                       shows in it a cycle after it counts)
       drained_next Out the value `drained` takes on the next edge
-      room         Out 1: fewer than `limit` copies in flight (a register)
+      room         Out 1: fewer than `limit` copies in flight (a register, as `drained`)
+      room_next    Out the value `room` takes on the next edge
       completed    Out commands completed since reset (wraps)
       error        Out the first ErrorCode since the last clear (NONE if none)
       error_index  Out that command's index
@@ -37,8 +39,8 @@ class InFlight(wiring.Component):
       pending      Out 1: an end or a bus error waits to be recorded
 
     Timing: a Completion counts, and leaves the count of copies in flight, on the cycle
-    it is offered; its index leaves the queue and its bus error is recorded a cycle later
-    (`landed`). A command's end is registered before it counts or records its error.
+    it is offered; its index leaves the queue, its bus error is recorded and `drained`
+    and `room` show it a cycle later (`landed`). A command's end is registered before it counts or records its error.
     """
 
     def __init__(self, limit):
@@ -56,6 +58,7 @@ class InFlight(wiring.Component):
             "drained": Out(1, init=1),
             "drained_next": Out(1),
             "room": Out(1, init=1),
+            "room_next": Out(1),
             "completed": Out(COMPLETED_BITS),
             "error": Out(ErrorCode),
             "error_index": Out(CMD_INDEX_BITS),
@@ -97,12 +100,14 @@ class InFlight(wiring.Component):
         and the index leaves the queue a cycle after it (`landed`), so the Completion,
         which may come straight from a bus response, reaches none of the queue's logic
         either. `drained` and `room` come from a count of the copies started and not
-        completed, stepped by `start` and the Completions and compared alone. The count
-        is at most `limit`, and it bounds the queue's entries: a copy started
-        after a Completion, which the count allows from the next cycle, writes its index
-        a cycle after the landed index has left. The queue holds one more (a BypassQueue
-        refuses a write once depth - 1 are held), so it always has room. Returns the
-        queue."""
+        completed, stepped by `start` and the Completions; each is registered from the
+        count's compares and `start` alone, so their next values, from which the pipe's
+        take register is worked out, wait on no Completion (which may come from across
+        the chip): a Completion frees room, or drains the pipe, a cycle after it counts.
+        The count is at most `limit`, and it bounds the queue's entries: a copy started
+        after a Completion, which `room` allows two cycles later, writes its index after
+        the landed index has left. The queue holds one more (a BypassQueue refuses a
+        write once depth - 1 are held), so it always has room. Returns the queue."""
         queue = m.submodules.queue = BypassQueue(width=CMD_INDEX_BITS, depth=self.limit + 1)
         start, arrived = self.start, self.done.valid
         started = Signal()
@@ -112,14 +117,14 @@ class InFlight(wiring.Component):
                      queue.r_en.eq(landed)]
         limit = self.limit
         count = Signal(range(limit + 1))
-        m.d.comb += self.drained_next.eq(self.drained)
         with m.If(start & ~arrived):
-            m.d.sync += [count.eq(count + 1), self.room.eq(count != limit - 1)]
-            m.d.comb += self.drained_next.eq(0)
+            m.d.sync += count.eq(count + 1)
         with m.Elif(arrived & ~start):
-            m.d.sync += [count.eq(count - 1), self.room.eq(1)]
-            m.d.comb += self.drained_next.eq(count == 1)
-        m.d.sync += self.drained.eq(self.drained_next)
+            m.d.sync += count.eq(count - 1)
+        # This cycle's Completion shows in the next values a cycle later.
+        m.d.comb += [self.drained_next.eq(~start & (count == 0)),
+                     self.room_next.eq(Mux(start, count < limit - 1, count != limit))]
+        m.d.sync += [self.drained.eq(self.drained_next), self.room.eq(self.room_next)]
         return queue
 
     def _count_completed(self, m):

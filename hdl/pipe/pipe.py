@@ -1,6 +1,6 @@
 """One pipe's command sequencer: MTE2, MTE3 or the UB->UB path (PIPE_V)."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import C, Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -11,7 +11,7 @@ from ..layouts import CMD_INDEX_BITS, IN_FLIGHT_DEPTH, AbortSignature, Completio
 from ..intake.commands import CommandKind, PipeCommand, op_fields
 from ..intake.tokens import TokenGetSignature, TokenReleaseSignature
 from .addrgen import AddressGenerator
-from .checker import SPAN_FIELDS, CopyChecker
+from .checker import CopyChecker
 from .flags import FlagSetSignature, FlagWaitSignature
 from .in_flight import COMPLETED_BITS, InFlight
 from .regfile import PipeRegisters
@@ -97,9 +97,8 @@ class PipeController(wiring.Component):
     apart from the commands.
 
     Timing: what crosses to other blocks or fans out wide is registered. A checked copy
-    starts on the cycle its result arrives if the checker announced it as passing the
-    cycle before and it was clear to start then, else a cycle after the result was first
-    seen clear to start (`cleared`). A set_flag, rls_buf, wait_flag or get_buf is taken
+    starts on the cycle its result arrives if it is clear to start, so one copy a cycle
+    goes from the checker to the address generator. A set_flag, rls_buf, wait_flag or get_buf is taken
     the cycle after the flags or the token table answer it, from a register of the
     answer. A command's end is registered before it counts in `completed` or records an
     error, and `busy` covers that cycle. A Completion, which every datapath offers from
@@ -143,7 +142,7 @@ class PipeController(wiring.Component):
         entry = self.cmd.payload.entry
         start = Signal()             # a checked copy goes to the address generator
         in_flight = self._track_in_flight(m, start, checker.result.payload.index)
-        drained, drained_next, room = in_flight.drained, in_flight.drained_next, in_flight.room
+        drained_next = in_flight.drained_next
         # No copy in the checker or in flight: a register, worked out from the next
         # values of the two, so the command handshake is a choice among registers.
         idle = Signal(init=1)
@@ -156,7 +155,7 @@ class PipeController(wiring.Component):
                          checker.request.payload.counts_less_one.eq(regfile.counts_less_one)]
         m.d.comb += checker.request.payload.index.eq(entry.index)
         self._fetch(m, entry.cmd, idle, checker, finished)
-        copy_end, rule_error = self._start_copies(m, checker, addrgen, start, drained, room)
+        copy_end, rule_error = self._start_copies(m, checker, addrgen, start, in_flight)
 
         pending = self._status(m, in_flight, finished, copy_end, rule_error,
                                checker.result.payload.error, checker.result.payload.index)
@@ -172,29 +171,41 @@ class PipeController(wiring.Component):
                      in_flight.clear.eq(self.clear)]
         return in_flight
 
-    def _start_copies(self, m, checker, addrgen, start, drained, room):
+    def _start_copies(self, m, checker, addrgen, start, in_flight):
         """The checker's results, in order: a copy that passed goes to the address
         generator once it is clear to start (`start`, which `_track_in_flight` counts); a
         copy that broke a rule, or an empty one, ends once no copy is in flight (so
         `completed` and the first error follow command order). Returns (a copy ends here
-        this cycle, it broke a rule)."""
+        this cycle, it broke a rule).
+
+        Whether a result passes, whether another copy has room in flight and the hazard
+        range are registers, each stepped by a start, so a copy can start on every cycle:
+        the one after a start is decided on what that start left. Whether the result is
+        taken (a start or an end here) but for UB->UB's hazard is itself a register,
+        worked out a cycle ahead from the next values of those registers and of the
+        address generator's `copy.ready`; the hazard, a gate of registers, masks it. It
+        enables every bit of the checker's wide output register, so at most one gate and
+        its route lie in front of them, and the hazard's compares in front of none."""
         result = checker.result.payload
-        ok = (result.error == ErrorCode.NONE) & ~result.geom.empty
         copy_end = Signal()
-        cleared = Signal()           # the result is a copy to run, clear to start
+        hazard = self._hazard(m, checker, in_flight.drained, start)
+
+        def takes(valid, passes, room, ready, drained):
+            # With no hazard: an end needs none in flight, and then there is none.
+            return valid & Mux(passes, room & ready, drained)
+
+        taken_unless_hazard = Signal()
+        m.d.sync += taken_unless_hazard.eq(takes(
+            checker.result_valid_next, checker.result_passes_next, in_flight.room_next,
+            addrgen.copy_ready_next, in_flight.drained_next))
+        valid, passes = checker.result.valid, checker.result_passes
         m.d.comb += [
             addrgen.copy.payload.eq(result),
-            addrgen.copy.valid.eq(cleared),
+            addrgen.copy.valid.eq(valid & passes & in_flight.room & ~hazard),
             start.eq(addrgen.copy.valid & addrgen.copy.ready),
-            copy_end.eq(checker.result.valid & ~ok & drained),
-            checker.result.ready.eq(start | copy_end),
+            copy_end.eq(valid & ~passes & in_flight.drained),
+            checker.result.ready.eq(taken_unless_hazard & ~hazard),
         ]
-        # Only a start takes room and changes the hazard range, and a start needs
-        # `cleared`, so a clearance seen a cycle ago still holds. `passing` clears a copy
-        # the cycle before its result arrives.
-        hazard = self._hazard(m, checker, drained, start)
-        waiting = checker.result.valid & ok & ~start
-        m.d.sync += cleared.eq((waiting | checker.passing) & room & ~hazard)
         return copy_end, copy_end & (result.error != ErrorCode.NONE)
 
     def _registers(self, m, entry):
@@ -276,16 +287,16 @@ class PipeController(wiring.Component):
         The destination spans of the copies in flight are kept as one covering range; a
         copy whose source span meets it waits until the pipe has drained. MTE2 and MTE3
         read one memory and write the other, so their copies never depend on each other.
-        The spans are the checker's (the result's, or the announced copy's while its
-        result is on its way), so no multiply here."""
+        The spans are the checker's, so no multiply here. Whether the result offered
+        meets the range is a register (`blocked`), worked out a cycle ahead for the
+        result offered next (the one the checker's output loads next, its skid
+        register's or its last stage's, if it loads; else the one offered now) against the
+        range as the start of this cycle, if any, leaves it: so a start waits on no
+        compare in its cycle."""
         if self.pipe != Pipe.V:
-            return 0
-        geom = checker.result.payload.geom
-        spans = Signal.like(checker.upcoming, name="spans")
-        with m.If(checker.result.valid):
-            m.d.comb += [spans[name].eq(geom[name]) for name in SPAN_FIELDS]
-        with m.Else():
-            m.d.comb += spans.eq(checker.upcoming)
+            return C(0, 1)
+        result = checker.result
+        geom = result.payload.geom
         lo = Signal.like(geom.dst, name="dirty_lo")
         hi = Signal.like(geom.dst_end, name="dirty_hi")
         with m.If(start):
@@ -293,7 +304,23 @@ class PipeController(wiring.Component):
                 lo.eq(Mux(drained | (geom.dst < lo), geom.dst, lo)),
                 hi.eq(Mux(drained | (geom.dst_end > hi), geom.dst_end, hi)),
             ]
-        return ~drained & (spans.src < hi) & (lo < spans.src_end)
+
+        def meets(span, start_at, end):
+            return (span.src < end) & (start_at < span.src_end)
+
+        def blocked_after_this_cycle(span):
+            # A start adds its own span, and with none in flight begins a new range.
+            in_range = meets(span, lo, hi)
+            return Mux(start, (~drained & in_range) | meets(span, geom.dst, geom.dst_end),
+                       in_range)
+
+        blocked = Signal()
+        loads = ~result.valid | (result.valid & result.ready)
+        # Each candidate's compares start at its own registers; only the results are picked.
+        upcoming = Mux(checker.upcoming_in_skid, blocked_after_this_cycle(checker.upcoming_skid),
+                       blocked_after_this_cycle(checker.upcoming_stage))
+        m.d.sync += blocked.eq(Mux(loads, upcoming, blocked_after_this_cycle(geom)))
+        return ~drained & blocked
 
     def _status(self, m, in_flight, finished, copy_end, rule_error, rule_code, rule_index):
         """The commands that end here, to the completed count and the first error of
