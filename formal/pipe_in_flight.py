@@ -210,22 +210,17 @@ def _room_for_one_more(track_in_flight):
     return patched
 
 
-def _never_drained_again(track_in_flight):
-    """`drained_next` low from a copy's start on, whatever completes."""
-    def patched(self, m, landed):
-        queue = track_in_flight(self, m, landed)
-        m.d.comb += self.drained_next.eq(self.drained & ~self.start)
-        return queue
-    return patched
-
-
-def _no_room_after_a_start(track_in_flight):
-    """`room_next` low from a copy's start on, whatever completes."""
-    def patched(self, m, landed):
-        queue = track_in_flight(self, m, landed)
-        m.d.comb += self.room_next.eq(self.room & ~self.start)
-        return queue
-    return patched
+def _low_for_good_after_a_start(register):
+    """A patch of `_track_in_flight`: the next value of `register` ("drained" or "room")
+    low from a copy's start on, whatever completes."""
+    def patch(track_in_flight):
+        def patched(self, m, landed):
+            queue = track_in_flight(self, m, landed)
+            m.d.comb += getattr(self, f"{register}_next").eq(
+                getattr(self, register) & ~self.start)
+            return queue
+        return patched
+    return patch
 
 
 def _short_of_the_limit(*, width, depth):
@@ -247,11 +242,11 @@ PIPE_IN_FLIGHT_MUTATIONS = (
     Mutation("completion_with_an_end_counted_once", "a Completion on the cycle an end "
              "counts is not counted", ((in_flight, "Cat", _one_step_with_an_end),)),
     _tracking_mutation("never_drained_again", "`drained` stays low once a copy has "
-                       "started", _never_drained_again),
+                       "started", _low_for_good_after_a_start("drained")),
     _tracking_mutation("room_for_one_more", "room and the count in flight allow one copy "
                        "past the limit", _room_for_one_more),
     _tracking_mutation("no_room_after_a_start", "`room` stays low once a copy has started",
-                       _no_room_after_a_start),
+                       _low_for_good_after_a_start("room")),
     Mutation("queue_short_of_the_limit", "the in-flight queue holds one entry fewer than "
              "the limit", ((in_flight, "BypassQueue", _short_of_the_limit),)),
 )
