@@ -79,7 +79,7 @@ def count_invariant(m, fragment, dut, limit, started, completed):
     state = registers(fragment)
     prop(m, "count_is_the_copies_in_flight",
          (state["count"] == in_flight) & (in_flight <= limit))
-    # Both leave out the Completion of the cycle before, and only that one.
+    # The next values leave this cycle's Completion out: it shows in them a cycle later.
     started_now = (in_flight + dut.start)[:COPY_SEQ_BITS]
     prop(m, "drained_next_exactly_none_in_flight_nor_started",
          dut.drained_next == (started_now == 0))

@@ -98,12 +98,13 @@ class PipeController(wiring.Component):
 
     Timing: what crosses to other blocks or fans out wide is registered. A checked copy
     starts on the cycle its result arrives if it is clear to start, so one copy a cycle
-    goes from the checker to the address generator. A set_flag, rls_buf, wait_flag or get_buf is taken
-    the cycle after the flags or the token table answer it, from a register of the
-    answer. A command's end is registered before it counts in `completed` or records an
-    error, and `busy` covers that cycle. A Completion, which every datapath offers from
-    a register, counts, and leaves the count of copies in flight, on the cycle it is
-    offered (InFlight).
+    goes from the checker to the address generator. A set_flag, rls_buf, wait_flag or
+    get_buf is taken the cycle after the flags or the token table answer it, from a
+    register of the answer. A command's end is registered before it counts in
+    `completed` or records an error, and `busy` covers that cycle. A Completion, which
+    every datapath offers from a register, counts, and leaves the count of copies in
+    flight, on the cycle it is offered; it frees room for another copy, or drains the
+    pipe, a cycle later (InFlight), and `busy` covers that cycle too.
     """
 
     def __init__(self, pipe, profile, width_bytes=32, in_flight=IN_FLIGHT_DEPTH,
