@@ -234,8 +234,8 @@ def _first_row_from_the_walk(row_fields):
 
 def _room_announced_as_now(buffered_output):
     """The output queue's `room_next` driven with `room`, a cycle late."""
-    def patched(m, out, word, put, name="out", room_copy=None, room_next=None):
-        room = buffered_output(m, out, word, put, name, room_copy)
+    def patched(m, *args, room_next=None, **kwargs):
+        room = buffered_output(m, *args, **kwargs)
         if room_next is not None:
             m.d.comb += room_next.eq(room)
         return room

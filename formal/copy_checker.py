@@ -58,9 +58,9 @@ def _output_invariant(m, top, dut, record):
 
 def _stages_invariant(m, stages, dut, record, queued):
     """What closes the induction in the evaluation: the copies held are those in the
-    output and skid registers and one per valid stage, each stage's the next older than the stage before it; a stage's
-    count flags (from stage 2; whether the second row ends each level from 3) are its
-    copy's counts'."""
+    output and skid registers and one per valid stage, each stage's the next older than
+    the stage before it; a stage's count flags (from stage 2; whether the second row ends
+    each level from 3) are its copy's counts'."""
     last = dut.latency - 1
     valid = [stages[f"valid_{k}"] for k in range(1, last + 1)]
     prop(m, "checker_holds_its_queue_and_stages", record.held == queued + sum(valid))

@@ -254,4 +254,3 @@ def test_evaluation_advances_on_a_register(synthesized):
     assert len(enables) == 1 and drivers[next(iter(enables))]["type"] == "TRELLIS_FF"
     ready = synthesized["ports"]["request__ready"]["bits"]
     assert net_sources(synthesized, ready) == enables
-

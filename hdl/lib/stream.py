@@ -41,10 +41,10 @@ def skid_stage(m, valid_in, value, take, name, skid_take=None, skid_view=None,
     skid = Signal(value.shape(), name=f"{name}_skid")
     ready = ~skid_valid
     loads = ~valid | take
-    stays = Mux(loads, skid_valid | valid_in, valid)
-    m.d.sync += valid.eq(stays)
+    valid_after_edge = Mux(loads, skid_valid | valid_in, valid)
+    m.d.sync += valid.eq(valid_after_edge)
     if valid_next is not None:
-        m.d.comb += valid_next.eq(stays)
+        m.d.comb += valid_next.eq(valid_after_edge)
     with m.If(~valid | skid_take):
         m.d.sync += skid_valid.eq(0)
     with m.Elif(ready):

@@ -39,8 +39,9 @@ class InFlight(wiring.Component):
       pending      Out 1: an end or a bus error waits to be recorded
 
     Timing: a Completion counts, and leaves the count of copies in flight, on the cycle
-    it is offered; its index leaves the queue, its bus error is recorded and `drained`
-    and `room` show it a cycle later (`landed`). A command's end is registered before it counts or records its error.
+    it is offered; its index leaves the queue and its bus error is recorded a cycle later
+    (`landed`), and `drained` and `room` show it a cycle later too (registered from the
+    count). A command's end is registered before it counts or records its error.
     """
 
     def __init__(self, limit):
