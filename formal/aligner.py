@@ -143,7 +143,7 @@ def _record(m, dut, width_bytes):
     offered = dut.rows.payload
     assume(m, "row_not_empty", ~dut.rows.valid | (offered.length != 0))
     assume(m, "one_row_at_a_time", ~dut.rows.valid | ~busy)
-    facts = _facts(row, width_bytes)
+    facts = row_facts(row, width_bytes)
     assume(m, "src_words_of_the_row",
            ~dut.src.valid | (busy & (src_taken < facts.src_words)))
     with m.If(dut.src.valid & dut.src.ready):
@@ -157,11 +157,11 @@ def _record(m, dut, width_bytes):
     word, lane = record.src_at
     assume(m, "src_tracked_byte_is_v",
            ~(dut.src.valid & (src_taken == word) & record.tracked)
-           | _holds_at(dut.src.payload.data, lane, value, width_bytes))
+           | holds_at(dut.src.payload.data, lane, value, width_bytes))
     return record, facts
 
 
-def _facts(row, width_bytes):
+def row_facts(row, width_bytes):
     shift = width_bytes.bit_length() - 1
     src_words = _words(row.src_off, row.length, width_bytes)
     dst_words = _words(row.dst_off, row.length, width_bytes)
@@ -176,9 +176,9 @@ def _facts(row, width_bytes):
                  Mux(single, 1 + uses0, neg))
 
 
-def _row_byte(k, lane, record, facts):
+def row_byte(k, lane, row, facts):
     """Lane `lane` of the row's k-th destination word is one of the row's bytes."""
-    return (((k != 0) | (lane >= record.row.dst_off))
+    return (((k != 0) | (lane >= row.dst_off))
             & ((k + 1 != facts.dst_words) | (lane <= facts.end_off)))
 
 
@@ -187,10 +187,10 @@ def _dst_word_holds(word, k, record, facts, width_bytes):
     word, strobes on the row's bytes, the tracked byte in its lane."""
     test = (word.last == (k + 1 == facts.dst_words)) & (k < facts.dst_words)
     for lane in range(width_bytes):
-        test &= word.strb[lane] == _row_byte(k, lane, record, facts)
+        test &= word.strb[lane] == row_byte(k, lane, record.row, facts)
     tracked_word, tracked_lane = record.dst_at
     return test & (~(record.tracked & (k == tracked_word))
-                   | _holds_at(word.data, tracked_lane, record.value, width_bytes))
+                   | holds_at(word.data, tracked_lane, record.value, width_bytes))
 
 
 def _contract(m, dut, record, facts, width_bytes):
@@ -201,11 +201,11 @@ def _contract(m, dut, record, facts, width_bytes):
          ~offered | (out.last == (k + 1 == facts.dst_words)))
     for lane in range(width_bytes):
         prop(m, f"dst_strb_{lane}_marks_the_rows_bytes",
-             ~offered | (out.strb[lane] == _row_byte(k, lane, record, facts)))
+             ~offered | (out.strb[lane] == row_byte(k, lane, record.row, facts)))
     word, lane = record.dst_at
     prop(m, "dst_tracked_byte_arrives",
          ~(offered & record.tracked & (k == word))
-         | _holds_at(out.data, lane, record.value, width_bytes))
+         | holds_at(out.data, lane, record.value, width_bytes))
 
 
 def _invariant(m, fragment, record, facts, width_bytes):
@@ -400,7 +400,7 @@ def _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes):
     prop(m, "aligner_emitted_within_the_row", emitted <= facts.dst_words)
 
 
-def _holds_at(entry, lane_now, value, width_bytes):
+def holds_at(entry, lane_now, value, width_bytes):
     """Byte lane `lane_now` of `entry` is `value`: one implication per lane, which the
     solver takes lane by lane more readily than one variable byte select."""
     test = C(1, 1)
@@ -418,7 +418,7 @@ def _carries(entry, word, still_to_turn, record, width_bytes):
     tracked_word, _ = record.src_at
     _, dst_lane = record.dst_at
     return ((word != tracked_word) | ~record.tracked
-            | _holds_at(entry, (dst_lane - still_to_turn)[:shift], record.value,
+            | holds_at(entry, (dst_lane - still_to_turn)[:shift], record.value,
                         width_bytes))
 
 

@@ -94,6 +94,8 @@ def test_proved_by_induction(tmp_path, group, depth, properties):
     ("aligner_any_byte_w8", "rotator_one_lane_off",
      r"aligner_rotator_0_holds_its_word|aligner_ring_entry_\d_holds_its_word"
      r"|dst_tracked_byte_arrives"),
+    # The same with rows overlapping in the aligner.
+    ("aligner_rows_overlapping_w8", "rotator_one_lane_off", "dst_tracked_byte_arrives"),
 ])
 def test_mutation_caught_with_name_and_trace(tmp_path, group, mutation, expected):
     proof = _shallow(BY_GROUP[group], QUICK_DEPTH)
