@@ -129,17 +129,7 @@ def _record(m, dut, width_bytes):
     row = Signal.like(dut.rows.payload, name="row")
     src_taken = Signal(COUNT_BITS, name="src_taken")
     dst_taken = Signal(COUNT_BITS, name="dst_taken")
-    position = Signal(COUNT_BITS, name="tracked_position")
-    value = Signal(8, name="tracked_value")
-    m.d.comb += [position.eq(AnyConst(COUNT_BITS)), value.eq(AnyConst(8))]
-    shift = width_bytes.bit_length() - 1
-    # The tracked byte's row offset, and its source word and lane.
-    spot = (position - row.dst_off)[:COUNT_BITS]
-    src_at = (row.src_off + spot)[:COUNT_BITS]
-    record = Record(busy, row, src_taken, dst_taken,
-                    (position >= row.dst_off) & (spot < row.length),
-                    (src_at[shift:], src_at[:shift]), (position[shift:], position[:shift]),
-                    value)
+    record = Record(busy, row, src_taken, dst_taken, *tracked_byte(m, row, width_bytes))
     offered = dut.rows.payload
     assume(m, "row_not_empty", ~dut.rows.valid | (offered.length != 0))
     assume(m, "one_row_at_a_time", ~dut.rows.valid | ~busy)
@@ -154,11 +144,43 @@ def _record(m, dut, width_bytes):
             m.d.sync += busy.eq(0)
     with m.If(dut.rows.valid & dut.rows.ready):
         m.d.sync += [busy.eq(1), row.eq(offered), src_taken.eq(0), dst_taken.eq(0)]
+    assume_src_tracked_byte(m, dut.src, dut.src.valid, src_taken, record, width_bytes)
+    return record, facts
+
+
+def tracked_byte(m, row, width_bytes):
+    """The tracked byte of `row`: a free-but-fixed destination position and byte value v.
+    Returns whether the row offset p that lands there is one of the row's bytes, p's
+    (word, lane) in the row's source words and in its destination words, and v."""
+    position = Signal(COUNT_BITS, name="tracked_position")
+    value = Signal(8, name="tracked_value")
+    m.d.comb += [position.eq(AnyConst(COUNT_BITS)), value.eq(AnyConst(8))]
+    shift = width_bytes.bit_length() - 1
+    spot = (position - row.dst_off)[:COUNT_BITS]
+    src_at = (row.src_off + spot)[:COUNT_BITS]
+    return ((position >= row.dst_off) & (spot < row.length),
+            (src_at[shift:], src_at[:shift]), (position[shift:], position[:shift]), value)
+
+
+def assume_src_tracked_byte(m, src, in_row, k, record, width_bytes):
+    """The row's source word k, offered on `src` while `in_row`, holds v at p."""
     word, lane = record.src_at
     assume(m, "src_tracked_byte_is_v",
-           ~(dut.src.valid & (src_taken == word) & record.tracked)
-           | holds_at(dut.src.payload.data, lane, value, width_bytes))
-    return record, facts
+           ~(src.valid & in_row & (k == word) & record.tracked)
+           | holds_at(src.payload.data, lane, record.value, width_bytes))
+
+
+def dst_word_contract(m, out, given, k, record, facts, width_bytes):
+    """Destination word `out`, given while `given` as the row's k-th: `last` on the row's
+    final word, strobes on the row's bytes, v at p."""
+    prop(m, "dst_last_on_rows_final_word", ~given | (out.last == (k + 1 == facts.dst_words)))
+    for lane in range(width_bytes):
+        prop(m, f"dst_strb_{lane}_marks_the_rows_bytes",
+             ~given | (out.strb[lane] == row_byte(k, lane, record.row, facts)))
+    word, lane = record.dst_at
+    prop(m, "dst_tracked_byte_arrives",
+         ~(given & record.tracked & (k == word))
+         | holds_at(out.data, lane, record.value, width_bytes))
 
 
 def row_facts(row, width_bytes):
@@ -197,15 +219,7 @@ def _contract(m, dut, record, facts, width_bytes):
     out = dut.dst.payload
     offered, k = dut.dst.valid, record.dst_taken
     prop(m, "dst_only_within_a_row", ~offered | (record.busy & (k < facts.dst_words)))
-    prop(m, "dst_last_on_rows_final_word",
-         ~offered | (out.last == (k + 1 == facts.dst_words)))
-    for lane in range(width_bytes):
-        prop(m, f"dst_strb_{lane}_marks_the_rows_bytes",
-             ~offered | (out.strb[lane] == row_byte(k, lane, record.row, facts)))
-    word, lane = record.dst_at
-    prop(m, "dst_tracked_byte_arrives",
-         ~(offered & record.tracked & (k == word))
-         | holds_at(out.data, lane, record.value, width_bytes))
+    dst_word_contract(m, out, offered, k, record, facts, width_bytes)
 
 
 def _invariant(m, fragment, record, facts, width_bytes):

@@ -20,7 +20,8 @@ from amaranth.hdl import Module, Signal
 from hdl.datapath import aligner
 from hdl.datapath.aligner import Aligner
 
-from .aligner import COUNT_BITS, holds_at, row_byte, row_facts
+from .aligner import (Record, assume_src_tracked_byte, dst_word_contract, row_facts,
+                      tracked_byte)
 from .inputs import free, free_stream
 from .props import add_block, assume, counter, prop, stream_rule
 from .runner import Mutation
@@ -76,37 +77,16 @@ def _contract(m, dut, width_bytes):
         m.d.sync += [seen.eq(1), row.eq(dut.rows.payload), src_base.eq(src_due),
                      dst_base.eq(dst_due)]
     facts = row_facts(row, width_bytes)
-    _tracked_byte_in(m, dut, (row, facts, seen), src_count - src_base, dst_count - dst_base,
-                     width_bytes)
-
-
-def _tracked_byte_in(m, dut, followed, src_k, dst_k, width_bytes):
-    """The followed row's source words give the tracked byte v at its row offset p; its
-    destination words (the k-th of the row at `dst_k`) are the row's, with v at p."""
-    row, facts, seen = followed
-    shift = width_bytes.bit_length() - 1
-    position = Signal(COUNT_BITS, name="tracked_position")
-    value = Signal(8, name="tracked_value")
-    m.d.comb += [position.eq(AnyConst(COUNT_BITS)), value.eq(AnyConst(8))]
-    spot = (position - row.dst_off)[:COUNT_BITS]
-    src_at = (row.src_off + spot)[:COUNT_BITS]
-    tracked = (position >= row.dst_off) & (spot < row.length)
-    src_k, dst_k = src_k[:STREAM_BITS], dst_k[:STREAM_BITS]
-    # src_k and dst_k wrap below the row's base, so they are below its words only for its
-    # own words.
-    src_in_row = seen & (src_k < facts.src_words)
-    assume(m, "src_tracked_byte_is_v",
-           ~(dut.src.valid & src_in_row & tracked & (src_k == src_at[shift:]))
-           | holds_at(dut.src.payload.data, src_at[:shift], value, width_bytes))
-    out = dut.dst.payload
-    given = dut.dst.valid & seen & (dst_k < facts.dst_words)
-    prop(m, "dst_last_on_rows_final_word", ~given | (out.last == (dst_k + 1 == facts.dst_words)))
-    for lane in range(width_bytes):
-        prop(m, f"dst_strb_{lane}_marks_the_rows_bytes",
-             ~given | (out.strb[lane] == row_byte(dst_k, lane, row, facts)))
-    prop(m, "dst_tracked_byte_arrives",
-         ~(given & tracked & (dst_k == position[shift:]))
-         | holds_at(out.data, position[:shift], value, width_bytes))
+    # Its words taken and given: below its base they wrap, so they are below its word
+    # counts only for its own words.
+    src_k = (src_count - src_base)[:STREAM_BITS]
+    dst_k = (dst_count - dst_base)[:STREAM_BITS]
+    record = Record(seen & (dst_k < facts.dst_words), row, src_k, dst_k,
+                    *tracked_byte(m, row, width_bytes))
+    assume_src_tracked_byte(m, dut.src, seen & (src_k < facts.src_words), src_k, record,
+                            width_bytes)
+    dst_word_contract(m, dut.dst.payload, dut.dst.valid & record.busy, dst_k, record, facts,
+                      width_bytes)
 
 
 def _row_queue_of_two(queue):
