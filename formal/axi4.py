@@ -163,8 +163,8 @@ class Axi4MasterChecker:
              ~(axi.awvalid & (lead == 0)) | (beat <= axi.awlen))
 
         complete = Mux(w_leads, issued, written)        # AW and last W both gone
-        assume(m, "b_only_for_complete_bursts",
-               ~axi.bvalid | ((complete - answered)[:bits] != 0))
+        self.writes_awaiting_b = (complete - answered)[:bits]
+        assume(m, "b_only_for_complete_bursts", ~axi.bvalid | (self.writes_awaiting_b != 0))
         outstanding = (issued - answered)[:bits]
         self.writes_outstanding = outstanding
         prop(m, "aw_outstanding_within_max", outstanding <= self.max_outstanding)

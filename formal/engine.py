@@ -1,25 +1,35 @@
-"""The whole engine's contract when it is given nothing: an idle engine issues nothing on
-m_axi (no ARVALID, AWVALID or WVALID) and stays idle, whatever the slave does.
+"""The whole engine's contracts: given nothing, it issues nothing on m_axi (no ARVALID,
+AWVALID or WVALID) and stays idle, whatever the slave does; given commands, no pipe
+counts a completion it was not given a command for, and idle, each has counted every
+one; given a small copy, its pipe counts its completion within a bound.
 
-UB is cut to a few words (`SMALL_UB_WORDS`): it holds no state the property reads, and
+UB is cut to a few words (`SMALL_UB_WORDS`): it holds no state the properties read, and
 its full 256 KiB of memory bits would be the solver's whole problem."""
 
 from contextlib import contextmanager
+from types import SimpleNamespace
 from unittest import mock
 
-from amaranth.hdl import C, Module, Value
+from amaranth.asserts import AnyConst, AnySeq
+from amaranth.hdl import C, Module, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from hdl import top
-from hdl.datapath import axi_reader, axi_writer
+from hdl.datapath import axi_reader, axi_writer, mte2, ubcopy
+from hdl.datapath.completions import write_to_ub
+from hdl.intake.commands import op_fields
 from hdl.intake.intake import ENGINE_PIPES, WholeCommandIntake
+from hdl.pipe import checker
 from hdl.pipe.pipe import PipeController
 from hdl.top import MteDma
 from hdl.ub.ub import UnifiedBuffer
+from model.isa import UB_LINE, Opcode
 
 from .axi4 import Axi4MasterChecker
 from .axi_master import issue_rows_then
-from .inputs import free, free_slave, free_stream
-from .props import add_block, counter, prop
+from .inputs import free, free_slave, free_stream, prompt_slave
+from .props import add_block, assume, counter, prop
 from .runner import Mutation
 
 SMALL_UB_WORDS = 4
@@ -31,6 +41,31 @@ def _small_ub():
     def small(width_bytes, size):
         return UnifiedBuffer(width_bytes, SMALL_UB_WORDS * width_bytes)
     with mock.patch.object(top, "UnifiedBuffer", small):
+        yield
+
+
+class _AnyProduct(wiring.Component):
+    """A multiplier with RegisteredMultiplier's ports whose product is free on every
+    cycle."""
+
+    def __init__(self, a_bits, b_bits):
+        super().__init__({"a": In(a_bits), "b": In(b_bits), "load": In(1),
+                          "p": Out(a_bits + b_bits)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.p.eq(AnySeq(len(self.p)))
+        return m
+
+
+@contextmanager
+def _any_products():
+    """The copy checkers' multipliers give any product: every run of the engine is then a
+    run of the harness, so what holds of the harness holds of the engine. The products
+    (44 of 18 x 18 bits in the engine) are most of the solver's work, and only the
+    checkers' verdicts read them: a group that follows commands to their completion takes
+    any verdict, which `checker_contract_*` and the tests pin down."""
+    with mock.patch.object(checker, "RegisteredMultiplier", _AnyProduct):
         yield
 
 
@@ -63,33 +98,98 @@ def _recording(cls, seen):
         yield
 
 
+def _engine_given_commands(m, width_bytes, mutation):
+    """The engine in the harness `m` as the command groups take it (UB cut, products
+    free), its UB test port unused and `clear_errors` free; returns it and its intake."""
+    intakes = []
+    with _small_ub(), _any_products(), _recording(WholeCommandIntake, intakes):
+        dut = add_block(m, "dut", MteDma(width_bytes=width_bytes,
+                                         max_outstanding=MAX_OUTSTANDING), mutation)
+    m.d.comb += [dut.ub_test.we.eq(0), dut.ub_test.re.eq(0)]
+    free(m, dut.clear_errors)
+    return dut, intakes[0]
+
+
+def _completions_of_accepted(m, dut, intake):
+    """Per pipe of the engine `dut`, (name, its `completed` count, the commands `intake`
+    gave it), asserting that the count never runs ahead of those commands."""
+    commands = intake.commands
+    for pipe in ENGINE_PIPES:
+        name = pipe.name.lower()
+        completed = getattr(dut, f"status_{name}").completed
+        accepted = counter(m, f"accepted_{name}",
+                           commands.valid & commands.ready & (commands.payload.pipe == pipe),
+                           len(completed))
+        prop(m, f"{name}_completions_only_for_accepted_commands", completed <= accepted)
+        yield name, completed, accepted
+
+
 def completions_harness(width_bytes):
     """Commands and a slave free within their rules: no pipe counts a completion without
     a command of its own accepted, so none completes twice and none is invented; while
-    the engine is idle, each pipe has counted every command it was given."""
+    the engine is idle, each pipe has counted every command it was given. The checkers'
+    products are free (`_any_products`)."""
     def build(mutation):
         m = Module()
-        intakes = []
-        with _small_ub(), _recording(WholeCommandIntake, intakes):
-            dut = add_block(m, "dut", MteDma(width_bytes=width_bytes,
-                                             max_outstanding=MAX_OUTSTANDING), mutation)
+        dut, intake = _engine_given_commands(m, width_bytes, mutation)
         free_stream(m, "cmd", dut.cmd)
-        m.d.comb += [dut.ub_test.we.eq(0), dut.ub_test.re.eq(0)]
-        free(m, dut.clear_errors)
         free_slave(m, dut.m_axi)
         Axi4MasterChecker(width_bytes, MAX_OUTSTANDING).add(m, dut.m_axi)
-        commands = intakes[0].commands
-        for pipe in ENGINE_PIPES:
-            status = getattr(dut, f"status_{pipe.name.lower()}")
-            accepted = counter(
-                m, f"accepted_{pipe.name.lower()}",
-                commands.valid & commands.ready & (commands.payload.pipe == pipe),
-                len(status.completed))
-            prop(m, f"{pipe.name.lower()}_completions_only_for_accepted_commands",
-                 status.completed <= accepted)
+        for name, completed, accepted in _completions_of_accepted(m, dut, intake):
             # Idle, nothing is queued, checked or in flight: every command is counted.
-            prop(m, f"{pipe.name.lower()}_idle_only_when_every_command_completed",
-                 ~dut.idle | (status.completed == accepted))
+            prop(m, f"{name}_idle_only_when_every_command_completed",
+                 ~dut.idle | (completed == accepted))
+        return m
+    return build
+
+
+# The copy `copy_completes_harness` follows, small enough to end within its bound at
+# W = 8: at most 2 rows of at most 2 bus words, or of one UB line for UB->UB (len_burst
+# counts lines); MTE2's pads of at most one element each and its UB row stride at most a
+# line, so each row's UB extent is one line.
+SMALL_ROWS = 2
+SMALL_ROW_WORDS = 2
+
+
+def _small_copy(m, kind, fields, width_bytes):
+    assume(m, "copy_rows_few", fields.n_burst <= SMALL_ROWS)
+    if kind == Opcode.COPY_UBUF_TO_UBUF:
+        assume(m, "copy_row_one_line", fields.len_burst <= 1)
+        return
+    assume(m, "copy_rows_short", fields.len_burst <= SMALL_ROW_WORDS * width_bytes)
+    if kind == Opcode.COPY_GM_TO_UBUF:
+        assume(m, "copy_pads_one_element",
+               (fields.left_padding <= 1) & (fields.right_padding <= 1))
+        assume(m, "copy_ub_stride_one_line", fields.dst_stride <= UB_LINE)
+
+
+def copy_completes_harness(kind, completed_by, idle_by, width_bytes):
+    """One copy of `kind` offered from reset (a small copy, `_small_copy`, its fields
+    otherwise free), the pipe registers as reset leaves them, and a slave that never holds
+    the engine up (`inputs.prompt_slave`), its responses free: by cycle `completed_by`
+    the copy's pipe has counted its completion, whatever the checker's verdict (with
+    `_any_products`: a rule error, or a copy that runs) and the bus responses (a bus
+    error and its drain), and by `idle_by` the engine is idle; no pipe ever counts a
+    completion it was not given a command for."""
+    def build(mutation):
+        m = Module()
+        dut, intake = _engine_given_commands(m, width_bytes, mutation)
+        taken = Signal(name="copy_taken")
+        m.d.sync += taken.eq(taken | dut.cmd.ready)
+        command = Value.cast(dut.cmd.payload)
+        m.d.comb += [dut.cmd.valid.eq(~taken), command.eq(AnyConst(len(command)))]
+        assume(m, "copy_of_the_kind", dut.cmd.payload.opcode == kind)
+        _small_copy(m, kind, op_fields(dut.cmd.payload, kind), width_bytes)
+        axi_checker = Axi4MasterChecker(width_bytes, MAX_OUTSTANDING)
+        axi_checker.add(m, dut.m_axi)
+        prompt_slave(m, dut.m_axi, axi_checker)
+        cycle = Signal(range(idle_by + 1), name="cycle")
+        with m.If(cycle != idle_by):
+            m.d.sync += cycle.eq(cycle + 1)
+        for name, completed, accepted in _completions_of_accepted(m, dut, intake):
+            prop(m, f"{name}_every_command_completed_by_cycle_{completed_by}",
+                 (cycle < completed_by) | (completed == accepted))
+        prop(m, f"engine_idle_by_cycle_{idle_by}", (cycle < idle_by) | dut.idle)
         return m
     return build
 
@@ -122,3 +222,38 @@ class _EndsUncounted(PipeController):
 
 ENDS_UNCOUNTED = Mutation("ends_uncounted", "a command that ends in its pipe is not "
                           "counted", ((top, "PipeController", _EndsUncounted),))
+
+
+class _CountShownLate:
+    """An InFlight whose completed count is read a cycle late."""
+
+    def __init__(self, m, in_flight):
+        self._in_flight = in_flight
+        self.completed = Signal.like(in_flight.completed, name="completed_late")
+        m.d.sync += self.completed.eq(in_flight.completed)
+
+    def __getattr__(self, name):
+        return getattr(self._in_flight, name)
+
+
+class _CountsLate(PipeController):
+    """A pipe whose status shows its completed count a cycle late."""
+    def _status(self, m, in_flight, *rest):
+        return super()._status(m, _CountShownLate(m, in_flight), *rest)
+
+
+COUNTS_LATE = Mutation("counts_late", "each pipe's completed count shown a cycle late",
+                       ((top, "PipeController", _CountsLate),))
+
+
+def _last_write_unreported(m, ub, words, completions):
+    """write_to_ub, but the completions never told of a command's last UB word."""
+    write_to_ub(m, ub, words, SimpleNamespace(written=Signal(name="written_unheard")))
+    m.d.comb += completions.written.eq(0)
+
+
+LAST_WRITE_UNREPORTED = Mutation(
+    "last_write_unreported", "MTE2's and UB->UB's completions never told that a "
+    "command's last UB word was written",
+    ((mte2, "write_to_ub", _last_write_unreported),
+     (ubcopy, "write_to_ub", _last_write_unreported)))

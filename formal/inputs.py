@@ -1,7 +1,7 @@
 """The free inputs a harness gives its block: values, streams that keep the stream rules,
 GM rows as the address generator sends them, and an AXI slave."""
 
-from amaranth.hdl import Signal, Value
+from amaranth.hdl import Array, Mux, Signal, Value
 from amaranth.asserts import AnySeq
 
 from hdl.datapath.legalizer import first_split
@@ -51,8 +51,35 @@ def free_rows(m, rows, width_bytes):
     return previous_sid
 
 
-def free_slave(m, axi):
-    """Whatever a slave drives, free; the checker constrains it to AXI4."""
+def free_slave(m, axi, driven=()):
+    """Whatever a slave drives, free, but the signals named in `driven`, which the caller
+    drives; the checker constrains the slave to AXI4."""
     for name, member in axi.signature.members.items():
-        if member.flow.name == "In":
+        if member.flow.name == "In" and name not in driven:
             free(m, getattr(axi, name))
+
+
+def prompt_slave(m, axi, checker):
+    """A slave that never holds the master up: AR, AW and W always ready; an R beat on
+    every cycle a read burst is outstanding, RLAST on the burst's last beat by its ARLEN;
+    a B response on every cycle a burst whose AW and last W beat have gone awaits one.
+    Data, responses and IDs are free. `checker` is the Axi4MasterChecker added on `axi`,
+    whose counts of the bursts outstanding this reads."""
+    free_slave(m, axi, driven=("arready", "awready", "wready", "rvalid", "rlast", "bvalid"))
+    # The lengths of the read bursts outstanding, a ring as the checker's.
+    lengths = Array(Signal(8, name=f"slave_arlen_{k}") for k in range(checker.ring))
+    issued = Signal(range(checker.ring), name="slave_ar_issued")
+    finished = Signal.like(issued, name="slave_r_finished")
+    beat = Signal(8, name="slave_r_beat")
+    with m.If(axi.arvalid & axi.arready):
+        m.d.sync += [lengths[issued].eq(axi.arlen), issued.eq(issued + 1)]
+    with m.If(axi.rvalid & axi.rready):
+        m.d.sync += beat.eq(Mux(axi.rlast, 0, beat + 1))
+        with m.If(axi.rlast):
+            m.d.sync += finished.eq(finished + 1)
+    m.d.comb += [
+        axi.arready.eq(1), axi.awready.eq(1), axi.wready.eq(1),
+        axi.rvalid.eq(checker.reads_outstanding != 0),
+        axi.rlast.eq(beat == lengths[finished]),
+        axi.bvalid.eq(checker.writes_awaiting_b != 0),
+    ]

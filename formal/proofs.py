@@ -18,7 +18,8 @@ from .axi_master import (AXSIZE_WRONG, RESULT_OF_COMMAND_BEFORE_MTE3, WLAST_ON_F
 from .copy_checker import CHECKER_MUTATIONS, copy_checker_harness
 from .dispatcher import DISPATCHER_MUTATIONS, dispatcher_harness
 from .drain import drain_chain_harness
-from .engine import (COMPLETES_TWICE, ENDS_UNCOUNTED, PHANTOM_ROW, completions_harness,
+from .engine import (COMPLETES_TWICE, COUNTS_LATE, ENDS_UNCOUNTED, LAST_WRITE_UNREPORTED,
+                     PHANTOM_ROW, completions_harness, copy_completes_harness,
                      idle_engine_harness)
 from .flags import FLAGS_MUTATIONS, flags_harness
 from .intake import INTAKE_MUTATIONS, intake_harness
@@ -52,9 +53,18 @@ FLAGS_PROVE_DEPTH = 10
 INTAKE_DEPTH = 3                # k-induction closes at 3 with the invariant
 ENGINE_WIDTH = 8                # the narrowest bus, for the smallest engine
 ENGINE_DEPTH = 24               # 76 to 144 s: given nothing, the engine stays simple
-# A one-word command completes 3 cycles after it is accepted; with free commands yices
-# takes 93 to 227 s to depth 10 and over 5 minutes to 12.
-COMPLETIONS_DEPTH = 10
+# A one-word command completes 3 cycles after it is accepted; with free commands and the
+# checkers' products free yices takes about 90 s to depth 12, each step about 2.5 times
+# the one before (with the real products, 93 to 227 s to depth 10).
+COMPLETIONS_DEPTH = 12
+# A small copy offered from reset, the slave never holding the engine up: the cycle by
+# which its pipe has counted its completion, and the engine is idle, at W = 8 (each the
+# least that holds: the cycle before fails). The BMC runs to the idle cycle.
+COPY_COMPLETES_BY = {
+    Opcode.COPY_GM_TO_UBUF: (24, 25),
+    Opcode.COPY_UBUF_TO_GM: (23, 24),
+    Opcode.COPY_UBUF_TO_UBUF: (20, 21),
+}
 # The completion paths close at depth 1 (MTE3) and 2 (MTE2); at 4 the base case holds a
 # mutation's counterexample (the second command's Completion, a few cycles from reset).
 COMPLETIONS_PROVE_DEPTH = 4
@@ -216,5 +226,11 @@ PROOFS = (
           ENGINE_DEPTH, (PHANTOM_ROW,), WHY_ENGINE_BMC),
     Proof(f"engine_completions_w{ENGINE_WIDTH}", completions_harness(ENGINE_WIDTH), "bmc",
           COMPLETIONS_DEPTH, (COMPLETES_TWICE, ENDS_UNCOUNTED), WHY_ENGINE_BMC),
+    *(Proof(f"engine_{kind.name.lower()}_completes_w{ENGINE_WIDTH}",
+            copy_completes_harness(kind, completed_by, idle_by, ENGINE_WIDTH), "bmc",
+            idle_by + 1, (COUNTS_LATE,) + ((LAST_WRITE_UNREPORTED,)
+                                           if kind != Opcode.COPY_UBUF_TO_GM else ()),
+            WHY_ENGINE_BMC)
+      for kind, (completed_by, idle_by) in COPY_COMPLETES_BY.items()),
 )
 
