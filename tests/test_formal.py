@@ -1,25 +1,16 @@
 """The fast subset of `make formal`: the flow proves a block, and each property group
-catches one of its mutations, with the property's name and a counterexample VCD."""
+catches one of its mutations, with the property's name and a counterexample VCD (the
+aligner's in tests/test_formal_aligner.py)."""
 
-import re
 from pathlib import Path
 
 import pytest
 from amaranth.hdl import Module, Signal
 
 from formal.props import prop
-from formal.proofs import AXI_WIDTH, FAST_AXI_OUTSTANDING, PROOFS, axi_proofs
+from formal.proofs import PROOFS
 from formal.runner import Proof, run_proof
-
-# The AXI groups at W = 8 and 2 outstanding bursts; make formal proves them at every W
-# and the engine's 8.
-BY_GROUP = {proof.group: proof
-            for proof in (*PROOFS, *axi_proofs(AXI_WIDTH, FAST_AXI_OUTSTANDING))}
-QUICK_DEPTH = 10        # a mutation's counterexample is a few cycles long
-
-
-def _shallow(proof, depth):
-    return Proof(proof.group, proof.build, "bmc", depth, proof.mutations, proof.why_bmc)
+from formal_cases import check_mutation_caught, check_proved
 
 
 @pytest.mark.parametrize("group, depth, properties", [
@@ -42,23 +33,13 @@ def _shallow(proof, depth):
     # its final row (its induction closes at 1; the group's base case of 4 is for its
     # mutations).
     ("addrgen_nest_last_copy_gm_to_ubuf", 1, 13),
-    # Every row's tracked byte at its destination lane: the invariant closes the
-    # induction at 1, so a base case of 1 and one induction step prove it.
-    ("aligner_any_byte_w8", None, 40),
-    # Each of the aligner's rotator stages at W = 128 turns every lane by its amount bits.
-    ("aligner_rotator_w128", None, 3),
     # The AXI4 master properties at W = 8, 2 outstanding bursts.
     ("axi4_master_read_w8", None, 40),
     ("axi4_master_write_w8", None, 40),
 ])
 def test_proved_by_induction(tmp_path, group, depth, properties):
     """The group's properties hold for every depth."""
-    proof = BY_GROUP[group]
-    if depth is not None:
-        proof = Proof(proof.group, proof.build, "prove", depth)
-    result = run_proof(proof, root=tmp_path)
-    assert result.status == "proved", result.log[-2000:]
-    assert result.properties >= properties
+    check_proved(tmp_path, group, depth, properties)
 
 
 @pytest.mark.parametrize("group, mutation, expected", [
@@ -91,21 +72,9 @@ def test_proved_by_induction(tmp_path, group, depth, properties):
     ("addrgen_rows_numbered_copy_gm_to_ubuf", "last_a_row_early",
      r"row_only_of_a_copy_taken_and_not_ended|copies_unended_are_queued_or_walked"),
     ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),
-    ("aligner_any_byte_w8", "rotator_one_lane_off",
-     r"aligner_rotator_0_holds_its_word|aligner_ring_entry_\d_holds_its_word"
-     r"|dst_tracked_byte_arrives"),
-    # The same with rows overlapping in the aligner.
-    ("aligner_rows_overlapping_w8", "rotator_one_lane_off", "dst_tracked_byte_arrives"),
 ])
 def test_mutation_caught_with_name_and_trace(tmp_path, group, mutation, expected):
-    proof = _shallow(BY_GROUP[group], QUICK_DEPTH)
-    broken = next(m for m in proof.mutations if m.name == mutation)
-    result = run_proof(proof, broken, root=tmp_path)
-    assert result.status == "failed", result.log[-2000:]
-    names = {name for name, _ in result.failures}
-    assert any(re.fullmatch(expected, name) for name in names), names
-    assert all(Path(trace).suffix == ".vcd" and Path(trace).is_file()
-               for _, trace in result.failures)
+    check_mutation_caught(tmp_path, group, mutation, expected)
 
 
 def test_counter_proved_by_induction_and_broken_one_fails(tmp_path):
