@@ -116,6 +116,7 @@ class Axi4MasterChecker:
         issued = counter(m, "ar_issued", ar_go, bits)
         finished = counter(m, "r_finished", r_go & axi.rlast, bits)
         outstanding = (issued - finished)[:bits]
+        self.reads_issued, self.reads_finished = issued, finished
         self.reads_outstanding = outstanding
         stream_rule(m, assume, "r", _Channel(axi, "r", ("id", "data", "resp", "last")))
         assume(m, "r_only_for_issued_bursts", ~axi.rvalid | (outstanding != 0))

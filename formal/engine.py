@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (A RegisteredMultiplier is built here for its signature alone, by _AnyProduct.)
 """The whole engine's contracts: given nothing, it issues nothing on m_axi (no ARVALID,
 AWVALID or WVALID) and stays idle, whatever the slave does; given commands, no pipe
 counts a completion it was not given a command for, and idle, each has counted every
@@ -13,13 +15,13 @@ from unittest import mock
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import C, Module, Signal, Value
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
 from hdl import top
 from hdl.datapath import axi_reader, axi_writer, mte2, ubcopy
 from hdl.datapath.completions import write_to_ub
 from hdl.intake.commands import op_fields
 from hdl.intake.intake import ENGINE_PIPES, WholeCommandIntake
+from hdl.lib.multiplier import RegisteredMultiplier
 from hdl.pipe import checker
 from hdl.pipe.pipe import PipeController
 from hdl.top import MteDma
@@ -49,8 +51,7 @@ class _AnyProduct(wiring.Component):
     cycle."""
 
     def __init__(self, a_bits, b_bits):
-        super().__init__({"a": In(a_bits), "b": In(b_bits), "load": In(1),
-                          "p": Out(a_bits + b_bits)})
+        super().__init__(RegisteredMultiplier(a_bits, b_bits).signature)
 
     def elaborate(self, platform):
         m = Module()

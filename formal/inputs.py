@@ -3,6 +3,7 @@ GM rows as the address generator sends them, and an AXI slave."""
 
 from amaranth.hdl import Array, Mux, Signal, Value
 from amaranth.asserts import AnySeq
+from amaranth.utils import exact_log2
 
 from hdl.datapath.legalizer import first_split
 from model.isa import GM_ADDR_BITS
@@ -66,20 +67,18 @@ def prompt_slave(m, axi, checker):
     Data, responses and IDs are free. `checker` is the Axi4MasterChecker added on `axi`,
     whose counts of the bursts outstanding this reads."""
     free_slave(m, axi, driven=("arready", "awready", "wready", "rvalid", "rlast", "bvalid"))
-    # The lengths of the read bursts outstanding, a ring as the checker's.
+    # The lengths of the read bursts outstanding, in a ring of the checker's size, each
+    # in the slot its burst number (the checker's counts) picks.
     lengths = Array(Signal(8, name=f"slave_arlen_{k}") for k in range(checker.ring))
-    issued = Signal(range(checker.ring), name="slave_ar_issued")
-    finished = Signal.like(issued, name="slave_r_finished")
+    slot_bits = exact_log2(checker.ring)
     beat = Signal(8, name="slave_r_beat")
     with m.If(axi.arvalid & axi.arready):
-        m.d.sync += [lengths[issued].eq(axi.arlen), issued.eq(issued + 1)]
+        m.d.sync += lengths[checker.reads_issued[:slot_bits]].eq(axi.arlen)
     with m.If(axi.rvalid & axi.rready):
         m.d.sync += beat.eq(Mux(axi.rlast, 0, beat + 1))
-        with m.If(axi.rlast):
-            m.d.sync += finished.eq(finished + 1)
     m.d.comb += [
         axi.arready.eq(1), axi.awready.eq(1), axi.wready.eq(1),
         axi.rvalid.eq(checker.reads_outstanding != 0),
-        axi.rlast.eq(beat == lengths[finished]),
+        axi.rlast.eq(beat == lengths[checker.reads_finished[:slot_bits]]),
         axi.bvalid.eq(checker.writes_awaiting_b != 0),
     ]
