@@ -56,11 +56,13 @@ class Facts:
     pops0: Value            # ring entries output 0 retires
 
 
-def aligner_harness(width_bytes):
+def aligner_harness(width_bytes, lane_bits=8):
+    """At `lane_bits` bits a lane: the block is bit-sliced (aligner_bit_slices_w*), so a
+    byte's 8 bits go as one bit does."""
     def build(mutation):
         m = Module()
-        dut = add_block(m, "dut", Aligner(width_bytes), mutation)
-        record, facts = _record(m, dut, width_bytes)
+        dut = add_block(m, "dut", Aligner(width_bytes, lane_bits), mutation)
+        record, facts = _record(m, dut, width_bytes, lane_bits)
         free(m, dut.dst.ready)
         stream_rule(m, prop, "dst", dut.dst)
         _contract(m, dut, record, facts, width_bytes)
@@ -116,7 +118,7 @@ def _words(first_off, length, width_bytes):
     return ((first_off + length + width_bytes - 1) >> shift)[:COUNT_BITS]
 
 
-def _record(m, dut, width_bytes):
+def _record(m, dut, width_bytes, lane_bits):
     """Takes rows one at a time and feeds each its source words, every one's byte at the
     tracked row offset v; returns the record and the row's facts. The tracked position
     is a free-but-fixed destination word and lane, and each row's tracked row offset p
@@ -129,7 +131,8 @@ def _record(m, dut, width_bytes):
     row = Signal.like(dut.rows.payload, name="row")
     src_taken = Signal(COUNT_BITS, name="src_taken")
     dst_taken = Signal(COUNT_BITS, name="dst_taken")
-    record = Record(busy, row, src_taken, dst_taken, *tracked_byte(m, row, width_bytes))
+    record = Record(busy, row, src_taken, dst_taken,
+                    *tracked_byte(m, row, width_bytes, lane_bits))
     offered = dut.rows.payload
     assume(m, "row_not_empty", ~dut.rows.valid | (offered.length != 0))
     assume(m, "one_row_at_a_time", ~dut.rows.valid | ~busy)
@@ -148,13 +151,14 @@ def _record(m, dut, width_bytes):
     return record, facts
 
 
-def tracked_byte(m, row, width_bytes):
-    """The tracked byte of `row`: a free-but-fixed destination position and byte value v.
-    Returns whether the row offset p that lands there is one of the row's bytes, p's
-    (word, lane) in the row's source words and in its destination words, and v."""
+def tracked_byte(m, row, width_bytes, lane_bits=8):
+    """The tracked byte of `row`: a free-but-fixed destination position and value v of
+    `lane_bits` bits. Returns whether the row offset p that lands there is one of the
+    row's bytes, p's (word, lane) in the row's source words and in its destination words,
+    and v."""
     position = Signal(COUNT_BITS, name="tracked_position")
-    value = Signal(8, name="tracked_value")
-    m.d.comb += [position.eq(AnyConst(COUNT_BITS)), value.eq(AnyConst(8))]
+    value = Signal(lane_bits, name="tracked_value")
+    m.d.comb += [position.eq(AnyConst(COUNT_BITS)), value.eq(AnyConst(lane_bits))]
     shift = width_bytes.bit_length() - 1
     spot = (position - row.dst_off)[:COUNT_BITS]
     src_at = (row.src_off + spot)[:COUNT_BITS]
@@ -419,12 +423,12 @@ def holds_at(entry, lane_now, value, width_bytes):
     solver takes lane by lane more readily than one variable byte select."""
     test = C(1, 1)
     for lane in range(width_bytes):
-        test &= (lane_now != lane) | (entry.word_select(lane, 8) == value)
+        test &= (lane_now != lane) | (entry.word_select(lane, len(value)) == value)
     return test
 
 
 def _carries(entry, word, still_to_turn, record, width_bytes):
-    """`entry` (a word of 8 * W bits), the row's source word `word` rotated left by r
+    """`entry` (a word of W lanes), the row's source word `word` rotated left by r
     less `still_to_turn` (the low bits of r that later stages resolve), holds the
     tracked byte in the destination lane less that amount, if it is that byte's word
     and the tracked position is one of the row's bytes."""
@@ -441,7 +445,8 @@ def _data_invariant(m, regs, record, facts, counts, width_bytes):
     amount bits it and the stages before it resolve, each ring entry one rotated by r,
     each output queue entry a destination word of the row."""
     rot_valid, retired = counts
-    entry_layout = data.StructLayout({"data": 8 * width_bytes,
+    lane_bits = len(record.value)
+    entry_layout = data.StructLayout({"data": lane_bits * width_bytes,
                                       "r": width_bytes.bit_length() - 1})
     for i, (lo, _) in enumerate(_rotate_slices(width_bytes)):
         stage = data.View(entry_layout, regs[f"rot{i}"])
@@ -457,7 +462,7 @@ def _data_invariant(m, regs, record, facts, counts, width_bytes):
         word = retired + (e - rd)[:len(rd)]
         prop(m, f"aligner_ring_entry_{e}_holds_its_word",
              ~live[e] | _carries(regs[f"ring{e}"], word, facts.r[:0], record, width_bytes))
-    layout = data.StructLayout({"data": 8 * width_bytes, "strb": width_bytes, "last": 1})
+    layout = aligner.dst_word_layout(width_bytes, lane_bits)
     full, out_rd = regs["out_full"], regs["out_rd"]
     for i in range(2):
         k = record.dst_taken + (i - out_rd)[:1]

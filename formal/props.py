@@ -117,6 +117,17 @@ def registers(fragment):
             for signal in statement._lhs_signals()}
 
 
+def registers_in_order(fragment):
+    """The registers a block's own elaborate() drives, each once, in the order its
+    statements drive them: names may repeat (registers() keeps the last of a name), so
+    two elaborations of a block are matched register by register in this order."""
+    ordered = {}
+    for statement in fragment.statements.get("sync", ()):
+        for signal in statement._lhs_signals():
+            ordered.setdefault(id(signal), signal)
+    return list(ordered.values())
+
+
 def combinational(fragment):
     """The signals a block's own elaborate() drives combinationally, by name: a harness
     paces its record by a block's internal events (a row made), which no port shows."""

@@ -13,6 +13,8 @@ from formal_cases import check_mutation_caught, check_proved
     ("aligner_any_byte_w8", None, 40),
     # Each of the aligner's rotator stages at W = 128 turns every lane by its amount bits.
     ("aligner_rotator_w128", None, 3),
+    # At 8 bits a lane the aligner is eight copies of itself at 1 bit a lane.
+    ("aligner_bit_slices_w16", None, 70),
 ])
 def test_aligner_proved_by_induction(tmp_path, group, depth, properties):
     check_proved(tmp_path, group, depth, properties)
@@ -24,6 +26,8 @@ def test_aligner_proved_by_induction(tmp_path, group, depth, properties):
      r"|dst_tracked_byte_arrives"),
     # The same with rows overlapping in the aligner.
     ("aligner_rows_overlapping_w8", "rotator_one_lane_off", "dst_tracked_byte_arrives"),
+    # A lane's bits swapped, which the contract at 1 bit a lane cannot see.
+    ("aligner_bit_slices_w16", "bits_swapped_in_each_lane", r"aligner_rot\d_agrees"),
 ])
 def test_aligner_mutation_caught_with_name_and_trace(tmp_path, group, mutation, expected):
     check_mutation_caught(tmp_path, group, mutation, expected)

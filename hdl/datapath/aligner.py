@@ -92,14 +92,15 @@ def align_row_layout(width_bytes):
     return data.StructLayout({"src_off": shift, "dst_off": shift, "length": LEN_BITS})
 
 
-def src_word_layout(width_bytes):
-    return data.StructLayout({"data": 8 * width_bytes})
+def src_word_layout(width_bytes, lane_bits=8):
+    return data.StructLayout({"data": lane_bits * width_bytes})
 
 
-def dst_word_layout(width_bytes):
+def dst_word_layout(width_bytes, lane_bits=8):
     """A destination word: `strb` bit i marks byte i as one of the row's bytes; `last`
     marks the row's final word."""
-    return data.StructLayout({"data": 8 * width_bytes, "strb": width_bytes, "last": 1})
+    return data.StructLayout({"data": lane_bits * width_bytes, "strb": width_bytes,
+                              "last": 1})
 
 
 def _word_index_bits(width_bytes):
@@ -176,8 +177,8 @@ class _Ring:
     full: Signal
 
     @classmethod
-    def of(cls, width_bytes):
-        entries = [Signal(8 * width_bytes, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
+    def of(cls, word_bits):
+        entries = [Signal(word_bits, name=f"ring{i}") for i in range(QUEUE_DEPTH)]
         live = Signal(QUEUE_DEPTH)
         rd = Signal(range(QUEUE_DEPTH))
         wr = Signal(range(QUEUE_DEPTH))
@@ -274,14 +275,20 @@ class Aligner(wiring.Component):
     so taking a row's last source word does not reach back through them);
     `dst.ready` only steps the output queue (see buffered_output). No valid depends on a
     ready.
+
+    A lane is `lane_bits` bits (8: a byte). The block moves whole lanes and never
+    decides on their bits, so at 8 it is eight copies of itself at 1 sharing one control
+    (`aligner_bit_slices_w*` proves it), and the formal groups prove its byte contract
+    at 1 bit a lane where 8 is beyond the solver.
     """
 
-    def __init__(self, width_bytes=32):
+    def __init__(self, width_bytes=32, lane_bits=8):
         self._width = width_bytes
+        self._lane_bits = lane_bits
         self._shift = offset_bits(width_bytes)
         self.row_layout = align_row_layout(width_bytes)
-        self.src_layout = src_word_layout(width_bytes)
-        self.dst_layout = dst_word_layout(width_bytes)
+        self.src_layout = src_word_layout(width_bytes, lane_bits)
+        self.dst_layout = dst_word_layout(width_bytes, lane_bits)
         super().__init__({
             "rows": In(stream.Signature(self.row_layout)),
             "src": In(stream.Signature(self.src_layout)),
@@ -293,7 +300,7 @@ class Aligner(wiring.Component):
         width = self._width
         index_bits = _word_index_bits(width)
         tag_layout = _tag_layout(width)
-        entry_layout = data.StructLayout({"data": 8 * width, "r": self._shift})
+        entry_layout = data.StructLayout({"data": self._lane_bits * width, "r": self._shift})
         # What the merge needs of a row beside the tag: its lane masks, decoded as the row
         # enters the merge's row queue, so the head row's load is a mux of registers.
         row_layout = data.StructLayout({
@@ -325,7 +332,7 @@ class Aligner(wiring.Component):
         # enables are worked out from copies of the two (see _data_advance).
         last_valid_next = Signal()
         full_next = Signal()
-        ring = _Ring.of(width)
+        ring = _Ring.of(self._lane_bits * width)
         # Room is judged on the registered fill alone, so `dst.ready` does not reach back
         # to `src.ready`; the fourth entry makes up for it.
         m.d.comb += advance.eq(~st_valid[-1] | ~ring.full)
@@ -388,13 +395,13 @@ class Aligner(wiring.Component):
         registers of each stage load in ROTATOR_GROUPS groups, each enabled from its own
         copies of `hold` (the last stage's next valid and the queue's next `full`)."""
         last_valid_next, full_next = hold
-        group_bits = 8 * self._width // ROTATOR_GROUPS
+        group_bits = self._lane_bits * self._width // ROTATOR_GROUPS
         for i, (lo, hi) in enumerate(_rotate_slices(self._width)):
             if i == 0:
                 valid_in, data_in, r_in = source
             else:
                 valid_in, data_in, r_in = st_valid[i - 1], st[i - 1].data, st[i - 1].r
-            rotated = _rotate_left(data_in, r_in[lo:hi], 8 << lo)
+            rotated = _rotate_left(data_in, r_in[lo:hi], self._lane_bits << lo)
             with m.If(advance):
                 m.d.sync += st_valid[i].eq(valid_in)
             for g in range(ROTATOR_GROUPS):
@@ -556,7 +563,8 @@ class Aligner(wiring.Component):
         for p in range(width):
             index = Signal.like(ring.rd, name=f"lane{p}_entry")
             m.d.comb += index.eq(lane_rd + (lane_uses_hi & ~head.lo[p]))
-            lanes.append(mux_tree([entry.word_select(p, 8) for entry in ring.entries], index))
+            lanes.append(mux_tree([entry.word_select(p, self._lane_bits)
+                                   for entry in ring.entries], index))
         m.d.comb += [
             word.data.eq(Cat(lanes)),
             word.strb.eq((head.head | ~lane_first.replicate(width))
