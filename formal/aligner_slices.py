@@ -63,8 +63,8 @@ def _state_agrees(m, wide, narrow, sliced, word_bits, path):
     first), whose sliced bits are the narrow one's, and the rest is equal. Each queue
     row is equal (the queues hold rows' tags, not data). The same for every subfragment,
     which both blocks elaborate alike."""
-    for register, other in zip(registers_in_order(wide), registers_in_order(narrow),
-                               strict=True):
+    wide_registers = registers_in_order(wide)
+    for register, other in zip(wide_registers, registers_in_order(narrow), strict=True):
         name = register.name
         assert other.name == name, (name, other.name)
         if len(register) == len(other):
@@ -89,7 +89,7 @@ def _state_agrees(m, wide, narrow, sliced, word_bits, path):
             prop(m, f"{path}_{name}_rows_agree", test)
             # A read past the rows is free in each block: the queue's pointers stay in.
             depth = len(rows)
-            for register in registers_in_order(wide):
+            for register in wide_registers:
                 if register.name in ("r_ptr", "w_ptr"):
                     prop(m, f"{path}_{register.name}_within_{name}", register < depth)
         else:

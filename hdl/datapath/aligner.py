@@ -285,6 +285,7 @@ class Aligner(wiring.Component):
     def __init__(self, width_bytes=32, lane_bits=8):
         self._width = width_bytes
         self._lane_bits = lane_bits
+        self._word_bits = lane_bits * width_bytes
         self._shift = offset_bits(width_bytes)
         self.row_layout = align_row_layout(width_bytes)
         self.src_layout = src_word_layout(width_bytes, lane_bits)
@@ -300,7 +301,7 @@ class Aligner(wiring.Component):
         width = self._width
         index_bits = _word_index_bits(width)
         tag_layout = _tag_layout(width)
-        entry_layout = data.StructLayout({"data": self._lane_bits * width, "r": self._shift})
+        entry_layout = data.StructLayout({"data": self._word_bits, "r": self._shift})
         # What the merge needs of a row beside the tag: its lane masks, decoded as the row
         # enters the merge's row queue, so the head row's load is a mux of registers.
         row_layout = data.StructLayout({
@@ -332,7 +333,7 @@ class Aligner(wiring.Component):
         # enables are worked out from copies of the two (see _data_advance).
         last_valid_next = Signal()
         full_next = Signal()
-        ring = _Ring.of(self._lane_bits * width)
+        ring = _Ring.of(self._word_bits)
         # Room is judged on the registered fill alone, so `dst.ready` does not reach back
         # to `src.ready`; the fourth entry makes up for it.
         m.d.comb += advance.eq(~st_valid[-1] | ~ring.full)
@@ -395,7 +396,7 @@ class Aligner(wiring.Component):
         registers of each stage load in ROTATOR_GROUPS groups, each enabled from its own
         copies of `hold` (the last stage's next valid and the queue's next `full`)."""
         last_valid_next, full_next = hold
-        group_bits = self._lane_bits * self._width // ROTATOR_GROUPS
+        group_bits = self._word_bits // ROTATOR_GROUPS
         for i, (lo, hi) in enumerate(_rotate_slices(self._width)):
             if i == 0:
                 valid_in, data_in, r_in = source
