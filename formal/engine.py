@@ -3,7 +3,8 @@
 """The whole engine's contracts: given nothing, it issues nothing on m_axi (no ARVALID,
 AWVALID or WVALID) and stays idle, whatever the slave does; given commands, no pipe
 counts a completion it was not given a command for, and idle, each has counted every
-one; given a small copy, its pipe counts its completion within a bound.
+one; given a small copy, its pipe counts its completion within a bound, the slave
+never stalling or stalling on a few cycles.
 
 UB is cut to a few words (`SMALL_UB_WORDS`): it holds no state the properties read, and
 its full 256 KiB of memory bits would be the solver's whole problem."""
@@ -13,11 +14,13 @@ from types import SimpleNamespace
 from unittest import mock
 
 from amaranth.asserts import AnyConst, AnySeq
-from amaranth.hdl import C, Module, Signal, Value
+from amaranth.hdl import C, Cat, Module, Signal, Value
 from amaranth.lib import wiring
 
 from hdl import top
-from hdl.datapath import axi_reader, axi_writer, mte2, ubcopy
+from hdl.datapath import axi_reader, axi_writer, mte2, mte3, ubcopy
+from hdl.datapath.axi_reader import AxiReader
+from hdl.datapath.axi_writer import AxiWriter
 from hdl.datapath.completions import write_to_ub
 from hdl.intake.commands import op_fields
 from hdl.intake.intake import ENGINE_PIPES, WholeCommandIntake
@@ -30,7 +33,7 @@ from model.isa import UB_LINE, Opcode
 
 from .axi4 import Axi4MasterChecker
 from .axi_master import issue_rows_then
-from .inputs import free, free_slave, free_stream, prompt_slave
+from .inputs import free, free_slave, free_stream, timely_slave
 from .props import add_block, assume, counter, prop
 from .runner import Mutation
 
@@ -164,10 +167,11 @@ def _small_copy(m, kind, fields, width_bytes):
         assume(m, "copy_ub_stride_one_line", fields.dst_stride <= UB_LINE)
 
 
-def copy_completes_harness(kind, completed_by, idle_by, width_bytes):
+def copy_completes_harness(kind, completed_by, idle_by, width_bytes, stalls=0):
     """One copy of `kind` offered from reset (a small copy, `_small_copy`, its fields
-    otherwise free), the pipe registers as reset leaves them, and a slave that never holds
-    the engine up (`inputs.prompt_slave`), its responses free: by cycle `completed_by`
+    otherwise free), the pipe registers as reset leaves them, and a slave that holds the
+    engine up on at most `stalls` cycles (`inputs.timely_slave`; with 0, never), its
+    responses free: by cycle `completed_by`
     the copy's pipe has counted its completion, whatever the checker's verdict (with
     `_any_products`: a rule error, or a copy that runs) and the bus responses (a bus
     error and its drain), and by `idle_by` the engine is idle; no pipe ever counts a
@@ -183,7 +187,7 @@ def copy_completes_harness(kind, completed_by, idle_by, width_bytes):
         _small_copy(m, kind, op_fields(dut.cmd.payload, kind), width_bytes)
         axi_checker = Axi4MasterChecker(width_bytes, MAX_OUTSTANDING)
         axi_checker.add(m, dut.m_axi)
-        prompt_slave(m, dut.m_axi, axi_checker)
+        timely_slave(m, dut.m_axi, axi_checker, stalls)
         cycle = Signal(range(idle_by + 1), name="cycle")
         with m.If(cycle != idle_by):
             m.d.sync += cycle.eq(cycle + 1)
@@ -258,3 +262,60 @@ LAST_WRITE_UNREPORTED = Mutation(
     "command's last UB word was written",
     ((mte2, "write_to_ub", _last_write_unreported),
      (ubcopy, "write_to_ub", _last_write_unreported)))
+
+
+class _BubbleAfterStall(wiring.Component):
+    """A GM side (`side`, AxiReader or AxiWriter) that, on the cycle after its slave held
+    back a response it waited for (an R beat while a read burst is outstanding, a B
+    response while a burst whose data have all gone awaits one), refuses one: its RREADY
+    or BREADY low, and the response hidden from it. A slave that never stalls never
+    shows it."""
+
+    def __init__(self, side, response, *args):
+        self._inner = side(*args)
+        self._response = response
+        super().__init__(self._inner.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        inner = m.submodules.inner = self._inner
+        for name, member in self.signature.members.items():
+            if name == "axi":
+                continue
+            if member.flow == wiring.In:
+                wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(inner, name))
+            else:
+                wiring.connect(m, getattr(inner, name), wiring.flipped(getattr(self, name)))
+        outer_axi, inner_axi = self.axi, inner.axi
+        for name, member in self.axi.signature.members.items():
+            if member.flow == wiring.Out:
+                m.d.comb += getattr(outer_axi, name).eq(getattr(inner_axi, name))
+            else:
+                m.d.comb += getattr(inner_axi, name).eq(getattr(outer_axi, name))
+        valid, ready = (getattr(outer_axi, f"{self._response}{handshake}")
+                        for handshake in ("valid", "ready"))
+        bubble = Signal(name="bubble_after_stall")
+        m.d.sync += bubble.eq(self._awaiting(m, outer_axi) & ~valid)
+        m.d.comb += [getattr(inner_axi, f"{self._response}valid").eq(valid & ~bubble),
+                     ready.eq(getattr(inner_axi, f"{self._response}ready") & ~bubble)]
+        return m
+
+    def _awaiting(self, m, axi):
+        """A read burst outstanding (R), or a burst whose AW and last W beat have gone
+        awaiting its B response (B): the handshakes counted modulo 16, as at most
+        max_outstanding (< 16) bursts are on the bus."""
+        def count(name, valid, ready, *last):
+            return counter(m, f"{name}_seen", valid & ready & Cat(*last).all(), 4)
+        if self._response == "r":
+            return (count("ar", axi.arvalid, axi.arready)
+                    != count("rlast", axi.rvalid, axi.rready, axi.rlast))
+        answered = count("b", axi.bvalid, axi.bready)
+        return ((count("aw", axi.awvalid, axi.awready) != answered)
+                & (count("wlast", axi.wvalid, axi.wready, axi.wlast) != answered))
+
+
+BUBBLE_AFTER_STALL = Mutation(
+    "bubble_after_stall", "MTE2's RREADY and MTE3's BREADY low for a cycle after the "
+    "slave held back an R beat or B response awaited",
+    ((mte2, "AxiReader", lambda *args: _BubbleAfterStall(AxiReader, "r", *args)),
+     (mte3, "AxiWriter", lambda *args: _BubbleAfterStall(AxiWriter, "b", *args))))

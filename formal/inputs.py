@@ -1,7 +1,7 @@
 """The free inputs a harness gives its block: values, streams that keep the stream rules,
 GM rows as the address generator sends them, and an AXI slave."""
 
-from amaranth.hdl import Array, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Mux, Signal, Value
 from amaranth.asserts import AnySeq
 from amaranth.utils import exact_log2
 
@@ -60,12 +60,14 @@ def free_slave(m, axi, driven=()):
             free(m, getattr(axi, name))
 
 
-def prompt_slave(m, axi, checker):
-    """A slave that never holds the master up: AR, AW and W always ready; an R beat on
-    every cycle a read burst is outstanding, RLAST on the burst's last beat by its ARLEN;
-    a B response on every cycle a burst whose AW and last W beat have gone awaits one.
-    Data, responses and IDs are free. `checker` is the Axi4MasterChecker added on `axi`,
-    whose counts of the bursts outstanding this reads."""
+def timely_slave(m, axi, checker, stalls=0):
+    """A slave that holds the master up on at most `stalls` cycles in all: AR, AW and W
+    ready, an R beat on a cycle a read burst is outstanding, RLAST on the burst's last
+    beat by its ARLEN, and a B response on a cycle a burst whose AW and last W beat have
+    gone awaits one, each on every such cycle but those it chooses to stall (a cycle it
+    holds back any of them). Data, responses and IDs are free. `checker` is the
+    Axi4MasterChecker added on `axi`, whose counts of the bursts outstanding this
+    reads."""
     free_slave(m, axi, driven=("arready", "awready", "wready", "rvalid", "rlast", "bvalid"))
     # The lengths of the read bursts outstanding, in a ring of the checker's size, each
     # in the slot its burst number (the checker's counts) picks.
@@ -76,9 +78,30 @@ def prompt_slave(m, axi, checker):
         m.d.sync += lengths[checker.reads_issued[:slot_bits]].eq(axi.arlen)
     with m.If(axi.rvalid & axi.rready):
         m.d.sync += beat.eq(Mux(axi.rlast, 0, beat + 1))
-    m.d.comb += [
-        axi.arready.eq(1), axi.awready.eq(1), axi.wready.eq(1),
-        axi.rvalid.eq(checker.reads_outstanding != 0),
-        axi.rlast.eq(beat == lengths[checker.reads_finished[:slot_bits]]),
-        axi.bvalid.eq(checker.writes_awaiting_b != 0),
-    ]
+    waits = {"arready": axi.arvalid, "awready": axi.awvalid, "wready": axi.wvalid,
+             "rvalid": checker.reads_outstanding != 0,
+             "bvalid": checker.writes_awaiting_b != 0}
+    given = _stalled_at_most(m, waits, stalls)
+    m.d.comb += axi.rlast.eq(beat == lengths[checker.reads_finished[:slot_bits]])
+    # A response goes out only for a burst awaiting it, and stays until taken (the
+    # checker's stream rule on R and B).
+    for name, waited_for in waits.items():
+        m.d.comb += getattr(axi, name).eq(
+            given[name] & waited_for if name in ("rvalid", "bvalid") else given[name])
+
+
+def _stalled_at_most(m, waits, stalls):
+    """Per handshake of `waits` (its name: the condition on which the master waits for
+    it), whether the slave gives it: always, but on at most `stalls` cycles in all on
+    which it holds back one or more that the master waits for."""
+    if stalls == 0:
+        return {name: 1 for name in waits}
+    used = Signal(range(stalls + 1), name="slave_stalls_used")
+    exhausted = used == stalls
+    given = {name: Signal(name=f"slave_gives_{name}") for name in waits}
+    for signal in given.values():
+        m.d.comb += signal.eq(AnySeq(1) | exhausted)
+    stalled = Cat(waited_for & ~given[name] for name, waited_for in waits.items()).any()
+    with m.If(stalled):
+        m.d.sync += used.eq(used + 1)
+    return given

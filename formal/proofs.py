@@ -19,9 +19,9 @@ from .axi_master import (AXSIZE_WRONG, RESULT_OF_COMMAND_BEFORE_MTE3, WLAST_ON_F
 from .copy_checker import CHECKER_MUTATIONS, copy_checker_harness
 from .dispatcher import DISPATCHER_MUTATIONS, dispatcher_harness
 from .drain import drain_chain_harness
-from .engine import (COMPLETES_TWICE, COUNTS_LATE, ENDS_UNCOUNTED, LAST_WRITE_UNREPORTED,
-                     PHANTOM_ROW, completions_harness, copy_completes_harness,
-                     idle_engine_harness)
+from .engine import (BUBBLE_AFTER_STALL, COMPLETES_TWICE, COUNTS_LATE, ENDS_UNCOUNTED,
+                     LAST_WRITE_UNREPORTED, PHANTOM_ROW, completions_harness,
+                     copy_completes_harness, idle_engine_harness)
 from .flags import FLAGS_MUTATIONS, flags_harness
 from .intake import INTAKE_MUTATIONS, intake_harness
 from .line_writer import LINE_WRITER_MUTATIONS, line_writer_harness
@@ -56,15 +56,27 @@ ENGINE_WIDTH = 8                # the narrowest bus, for the smallest engine
 ENGINE_DEPTH = 24               # 76 to 144 s: given nothing, the engine stays simple
 # A one-word command completes 3 cycles after it is accepted; with free commands and the
 # checkers' products free yices takes about 90 s to depth 12, each step about 2.5 times
-# the one before (with the real products, 93 to 227 s to depth 10).
+# the one before (with the real products, 93 to 227 s to depth 10); with at most two
+# commands given, 89 s to depth 14, each step about 1.8 times the one before, so depth 24
+# is days away.
 COMPLETIONS_DEPTH = 12
 # A small copy offered from reset, the slave never holding the engine up: the cycle by
 # which its pipe has counted its completion, and the engine is idle, at W = 8 (each the
-# least that holds: the cycle before fails). The BMC runs to the idle cycle.
+# least that holds: the cycle before fails). The BMC runs past the idle cycle, and to
+# ENGINE_DEPTH at least.
 COPY_COMPLETES_BY = {
     Opcode.COPY_GM_TO_UBUF: (24, 25),
     Opcode.COPY_UBUF_TO_GM: (23, 24),
     Opcode.COPY_UBUF_TO_UBUF: (20, 21),
+}
+# The same copies over AXI with a slave that holds the engine up on at most
+# SLAVE_STALLS cycles: the bounds, each the least that holds. Each step past 20 takes
+# about 1.5 times the one before: with a slave that may hold each channel up a cycle at a
+# time any number of times, step 25 alone took 3.5 minutes.
+SLAVE_STALLS = 2
+COPY_COMPLETES_STALLED_BY = {
+    Opcode.COPY_GM_TO_UBUF: (25, 26),
+    Opcode.COPY_UBUF_TO_GM: (25, 26),
 }
 # The completion paths close at depth 1 (MTE3) and 2 (MTE2); at 4 the base case holds a
 # mutation's counterexample (the second command's Completion, a few cycles from reset).
@@ -238,9 +250,13 @@ PROOFS = (
           COMPLETIONS_DEPTH, (COMPLETES_TWICE, ENDS_UNCOUNTED), WHY_ENGINE_BMC),
     *(Proof(f"engine_{kind.name.lower()}_completes_w{ENGINE_WIDTH}",
             copy_completes_harness(kind, completed_by, idle_by, ENGINE_WIDTH), "bmc",
-            idle_by + 1, (COUNTS_LATE,) + ((LAST_WRITE_UNREPORTED,)
+            max(idle_by + 1, ENGINE_DEPTH), (COUNTS_LATE,) + ((LAST_WRITE_UNREPORTED,)
                                            if kind != Opcode.COPY_UBUF_TO_GM else ()),
             WHY_ENGINE_BMC)
       for kind, (completed_by, idle_by) in COPY_COMPLETES_BY.items()),
+    *(Proof(f"engine_{kind.name.lower()}_completes_stalled_w{ENGINE_WIDTH}",
+            copy_completes_harness(kind, completed_by, idle_by, ENGINE_WIDTH, SLAVE_STALLS),
+            "bmc", idle_by + 1, (BUBBLE_AFTER_STALL,), WHY_ENGINE_BMC)
+      for kind, (completed_by, idle_by) in COPY_COMPLETES_STALLED_BY.items()),
 )
 
