@@ -69,10 +69,11 @@ COPY_COMPLETES_BY = {
     Opcode.COPY_UBUF_TO_GM: (23, 24),
     Opcode.COPY_UBUF_TO_UBUF: (20, 21),
 }
-# The same copies over AXI with a slave that holds the engine up on at most
-# SLAVE_STALLS cycles: the bounds, each the least that holds. Each step past 20 takes
-# about 1.5 times the one before: with a slave that may hold each channel up a cycle at a
-# time any number of times, step 25 alone took 3.5 minutes.
+# The same copies over AXI (UB->UB has none) with a slave that holds the engine up on at
+# most SLAVE_STALLS cycles: the cycles of completion and of idle, each completion bound
+# the least that holds (cycle 24 fails). Each step past 20 takes about 1.5 times the one
+# before: with a slave that may hold each channel up a cycle at a time any number of
+# times, step 25 alone took 3.5 minutes.
 SLAVE_STALLS = 2
 COPY_COMPLETES_STALLED_BY = {
     Opcode.COPY_GM_TO_UBUF: (25, 26),
