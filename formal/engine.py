@@ -19,8 +19,6 @@ from amaranth.lib import wiring
 
 from hdl import top
 from hdl.datapath import axi_reader, axi_writer, mte2, mte3, ubcopy
-from hdl.datapath.axi_reader import AxiReader
-from hdl.datapath.axi_writer import AxiWriter
 from hdl.datapath.completions import write_to_ub
 from hdl.intake.commands import op_fields
 from hdl.intake.intake import ENGINE_PIPES, WholeCommandIntake
@@ -317,5 +315,7 @@ class _BubbleAfterStall(wiring.Component):
 BUBBLE_AFTER_STALL = Mutation(
     "bubble_after_stall", "MTE2's RREADY and MTE3's BREADY low for a cycle after the "
     "slave held back an R beat or B response awaited",
-    ((mte2, "AxiReader", lambda *args: _BubbleAfterStall(AxiReader, "r", *args)),
-     (mte3, "AxiWriter", lambda *args: _BubbleAfterStall(AxiWriter, "b", *args))))
+    ((mte2, "AxiReader",
+      lambda *args: _BubbleAfterStall(axi_reader.AxiReader, "r", *args)),
+     (mte3, "AxiWriter",
+      lambda *args: _BubbleAfterStall(axi_writer.AxiWriter, "b", *args))))
