@@ -12,7 +12,8 @@ from .runner import run_proof
 
 def _line(result):
     if result.status == "proved":
-        verdict = f"proved (k-induction, depth {result.depth})"
+        parts = f", {result.parts} parts" if result.parts else ""
+        verdict = f"proved (k-induction, depth {result.depth}{parts})"
     elif result.status == "bmc":
         verdict = f"bmc depth {result.depth}: no counterexample"
     elif result.status == "unclosed":

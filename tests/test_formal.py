@@ -3,11 +3,13 @@ catches one of its mutations, with the property's name and a counterexample VCD 
 aligner's in tests/test_formal_aligner.py)."""
 
 from pathlib import Path
+from unittest import mock
 
 import pytest
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Assert, Assume, Module, Signal
 
-from formal.props import prop
+from formal import props
+from formal.props import A_CYCLE_LATE, prop
 from formal.proofs import PROOFS
 from formal.runner import Proof, run_proof
 from formal_cases import check_mutation_caught, check_proved
@@ -111,6 +113,47 @@ def test_unclosed_induction_names_the_property_it_stops_at(tmp_path):
     assert result.status == "unclosed" and not result.failures
     name, trace = result.induction_stop
     assert name == "twins_apart_only_off_zero" and Path(trace).is_file()
+
+
+def _swapped_pair(mutation):
+    """Two registers that swap on every edge, both 0 from reset: that either is 0 is no
+    invariant alone, but is, given the other on the cycle before."""
+    m = Module()
+    first, second = Signal(), Signal()
+    m.d.sync += [first.eq(second), second.eq(first)]
+    props.prop(m, "first_zero", first == 0)
+    props.prop(m, "second_zero", second == 0)
+    return m
+
+
+def _toggling_twice(mutation):
+    """A register that toggles on every edge, and the false claim, twice, that it stays 0."""
+    m = Module()
+    toggle = Signal()
+    m.d.sync += toggle.eq(~toggle)
+    props.prop(m, "toggle_zero_once", toggle == 0)
+    props.prop(m, "toggle_zero_twice", toggle == 0)
+    return m
+
+
+def _assumed_on_the_cycle_checked(m, name, test):
+    """A broken split: each property assumed on the very cycle it is checked."""
+    m.d.comb += [Assert(test, name), Assume(test, name + A_CYCLE_LATE)]
+
+
+def test_split_proof_takes_the_other_parts_up_to_the_cycle_before(tmp_path):
+    """Proof.split: each part's induction has the other parts' properties up to the
+    cycle before, and not on the cycle it checks, so two false claims do not prove each
+    other; with the broken split that assumes them on that cycle, they do."""
+    def split(name, build):
+        return Proof(name, build, "prove", 1, split=lambda prop_name: prop_name)
+    pair = run_proof(split("swapped_pair", _swapped_pair), root=tmp_path)
+    assert pair.status == "proved" and pair.parts == 2 and pair.properties == 2
+    twice = run_proof(split("toggling", _toggling_twice), root=tmp_path)
+    assert twice.status != "proved"
+    with mock.patch.object(props, "prop", _assumed_on_the_cycle_checked):
+        broken = run_proof(split("toggling_broken", _toggling_twice), root=tmp_path)
+    assert broken.status == "proved"
 
 
 def test_every_group_has_a_mutation():
