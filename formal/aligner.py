@@ -318,8 +318,21 @@ def _source_invariant(m, fragment, regs, record, facts, loaded, width_bytes):
     """The source side holds the row until its last source word is taken, counting the
     words still to come; its four copies of the handshake state agree."""
     tag = data.View(_tag_layout(width_bytes), regs["tag"])
-    have_row, src_ready = regs["have_row0"], regs["src_ready0"]
-    src_last, src_left = regs["src_last0"], regs["src_left"]
+    have_row, src_last, src_left = regs["have_row0"], regs["src_last0"], regs["src_left"]
+    source_handshake_holds(m, fragment, regs, width_bytes)
+    prop(m, "aligner_source_side_holds_the_row",
+         ~have_row | (loaded & (record.src_taken < facts.src_words)
+                      & tag_holds(tag, record.row, facts)
+                      & (src_left == facts.src_words - 1 - record.src_taken)
+                      & (src_last == (src_left == 0))))
+    prop(m, "aligner_source_side_done_after_its_last_word",
+         ~loaded | have_row | (record.src_taken == facts.src_words))
+
+
+def source_handshake_holds(m, fragment, regs, width_bytes):
+    """The source side's four copies of its handshake state agree, `src.ready` says the
+    rotator has room, and the rotator's copies of its hold agree."""
+    have_row, src_ready, src_last = regs["have_row0"], regs["src_ready0"], regs["src_last0"]
     # The copies load the same values from the same inputs.
     for k in range(1, 4):
         prop(m, f"aligner_source_copy_{k}_agrees",
@@ -332,15 +345,7 @@ def _source_invariant(m, fragment, regs, record, facts, loaded, width_bytes):
     prop(m, "aligner_source_ready_with_room",
          (regs["src_ready_last0"] == (src_ready & src_last))
          & (~src_ready | (have_row & (~last_valid | ~regs["full"]))))
-    prop(m, "aligner_source_side_holds_the_row",
-         ~have_row | (loaded & (record.src_taken < facts.src_words)
-                      & tag_holds(tag, record.row, facts)
-                      & (src_left == facts.src_words - 1 - record.src_taken)
-                      & (src_last == (src_left == 0))))
-    prop(m, "aligner_source_side_done_after_its_last_word",
-         ~loaded | have_row | (record.src_taken == facts.src_words))
-    stages = rotate_stages(width_bytes)
-    for i in range(stages):
+    for i in range(rotate_stages(width_bytes)):
         for g in range(2):
             hold = registers(child(fragment, f"rot{i}_{g}_hold"))["q"]
             prop(m, f"aligner_rotator_{i}_{g}_hold_copies_agree",

@@ -35,7 +35,7 @@ from hdl.layouts import LEN_BITS
 
 from .aligner import (Record, assume_src_tracked_byte, carries, dst_word_contract,
                       holds_at, merge_control_holds, merge_row_holds, ring_invariant, row_byte,
-                      row_facts, tag_holds, tracked_byte)
+                      row_facts, source_handshake_holds, tag_holds, tracked_byte)
 from .gm_side import output_queue_entries, queue_entries, queue_slots
 from .inputs import free, free_stream
 from .props import (add_block, assume, child, combinational, counter, prop, registers,
@@ -273,18 +273,8 @@ def _source_invariant(m, fragment, regs, stream):
     counting the words still to come; its four copies of the handshake state agree."""
     width_bytes = stream.width_bytes
     tag = data.View(_tag_layout(width_bytes), regs["tag"])
-    have_row, src_ready = regs["have_row0"], regs["src_ready0"]
-    src_last, src_left = regs["src_last0"], regs["src_left"]
-    for k in range(1, 4):
-        prop(m, f"aligner_source_copy_{k}_agrees",
-             (regs[f"have_row{k}"] == have_row) & (regs[f"src_ready{k}"] == src_ready)
-             & (regs[f"src_last{k}"] == src_last)
-             & (regs[f"src_ready_last{k}"] == regs["src_ready_last0"]))
-    stages = rotate_stages(width_bytes)
-    last_valid = regs[f"rot{stages - 1}_valid"]
-    prop(m, "aligner_source_ready_with_room",
-         (regs["src_ready_last0"] == (src_ready & src_last))
-         & (~src_ready | (have_row & (~last_valid | ~regs["full"]))))
+    have_row, src_last, src_left = regs["have_row0"], regs["src_last0"], regs["src_left"]
+    source_handshake_holds(m, fragment, regs, width_bytes)
     number = _rows(stream.loaded - 1)
     row = stream.row(number)
     facts = row_facts(row, width_bytes)
@@ -296,11 +286,6 @@ def _source_invariant(m, fragment, regs, stream):
                       & (src_last == (src_left == 0))))
     prop(m, "aligner_source_side_done_after_its_last_word",
          have_row | (stream.src_count == stream.src_base(stream.loaded)))
-    for i in range(stages):
-        for g in range(2):
-            hold = registers(child(fragment, f"rot{i}_{g}_hold"))["q"]
-            prop(m, f"aligner_rotator_{i}_{g}_hold_copies_agree",
-                 hold == Cat(last_valid, regs["full"]))
 
 
 def _ring_words(m, regs, stream):
