@@ -405,7 +405,6 @@ def _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes):
     prop(m, "aligner_emitted_within_the_row", emitted <= facts.dst_words)
 
 
-
 def merge_control_holds(m, fragment, regs, facts, emitted):
     """The merge's control registers say what the head row's next output word is, the
     row's `emitted` words out (its `facts`, formal.aligner.row_facts)."""
@@ -429,6 +428,7 @@ def merge_control_holds(m, fragment, regs, facts, emitted):
     prop(m, "aligner_lane_copies_agree", lane_copy == Cat(regs["rd"], uses_hi, ~first, last))
     room_copy = registers(child(fragment, "out_room_copy"))["q"]
     prop(m, "aligner_room_copy_agrees", room_copy == ~regs["out_room"])
+
 
 def holds_at(entry, lane_now, value, width_bytes):
     """Byte lane `lane_now` of `entry` is `value`: one implication per lane, which the

@@ -132,7 +132,7 @@ ALIGNER_GROUP_NAME = {8: "aligner_any_byte", 1: "aligner_any_bit"}
 BIT_SLICES_DEPTH = 1
 BIT_SLICES_MUTATION_DEPTH = 2
 # Rows overlapping in the aligner. At W = 8 k-induction closes at depth 1 with the
-# harness's invariant, proved a family of properties at a time (Proof.split), at 1 bit a
+# harness's invariant, proved a part at a time (Proof.split), at 1 bit a
 # lane (the block is bit-sliced, as for aligner_any_bit_w*); all at once, its induction
 # step did not end in 20 minutes. At 16 and 32: BMC from reset to 9 cycles, where a row
 # taken at step 1 has its words out and rows taken after it are set up and rotating.

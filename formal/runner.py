@@ -96,10 +96,10 @@ def _check_cells(il_text):
                       r'(?:\s+parameter .*)*?\s+parameter \\FLAVOR "(\w+)"', il_text)
 
 
-def _check_names(il_text):
-    """The property name of each assert cell: {cell number: FORMAT}."""
-    return {number: name for number, name, flavor in _check_cells(il_text)
-            if flavor == "assert"}
+def _check_names(cells):
+    """The property name of each assert cell of `cells` (_check_cells): {cell number:
+    FORMAT}."""
+    return {number: name for number, name, flavor in cells if flavor == "assert"}
 
 
 def family(name):
@@ -107,11 +107,10 @@ def family(name):
     return re.sub(r"_\d+(?=_|$)", "", name)
 
 
-def _parts(il_text, part_of):
-    """{part: check cells to leave out of its proof}, the parts named by `part_of`
-    (Proof.split): the other parts' asserts and its own properties' assumptions of the
-    cycle before (which its induction assumes)."""
-    cells = _check_cells(il_text)
+def _parts(cells, part_of):
+    """{part: check cells to leave out of its proof}, of `cells` (_check_cells), the parts
+    named by `part_of` (Proof.split): the other parts' asserts and its own properties'
+    assumptions of the cycle before (which its induction assumes)."""
     parts = sorted({part_of(name) for _, name, flavor in cells if flavor == "assert"})
     return {part: [number for number, name, flavor in cells
                    if (flavor == "assert" and part_of(name) != part)
@@ -157,9 +156,10 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal")):
     with each_also_assumed_a_cycle_late() if split else nullcontext():
         il_text = rtlil.convert(proof.build(mutation), ports=[])
     (workdir / "harness.il").write_text(il_text)
-    names = _check_names(il_text)
+    cells = _check_cells(il_text)
+    names = _check_names(cells)
     if split:
-        return _run_parts(proof, label, workdir, il_text, names, start)
+        return _run_parts(proof, label, workdir, _parts(cells, proof.split), names, start)
     log = _sby(workdir, _sby_text(proof.mode, proof.depth))
     return _result(proof, label, workdir, log, names, time.monotonic() - start)
 
@@ -193,10 +193,9 @@ def _result(proof, label, workdir, log, names, seconds):
                   induction_stop=induction_stop or ())
 
 
-def _run_parts(proof, label, workdir, il_text, names, start):
-    """Proof.split: each family's proof in a directory of its own, as many at once as
-    there are CPUs; the group's Result, failures and log gathered from them."""
-    parts = _parts(il_text, proof.split)
+def _run_parts(proof, label, workdir, parts, names, start):
+    """Proof.split: each of `parts` (_parts) proved in a directory of its own, as many at
+    once as there are CPUs; the group's Result, failures and log gathered from them."""
 
     def run_part(part, removed):
         partdir = workdir / part
