@@ -280,7 +280,7 @@ def _idle_invariant(m, regs, record, held):
          & (~setup | (record.busy & ~ends & nothing_past_setup)))
 
 
-def tag_holds(tag, row, facts):
+def _tag_holds(tag, row, facts):
     """`tag` (the aligner's _tag_layout) is the row's."""
     return ((tag.r == facts.r) & (tag.neg == facts.neg) & (tag.tail == facts.tail)
             & (tag.lout == facts.dst_words - 1) & (tag.dst_off == row.dst_off)
@@ -289,42 +289,68 @@ def tag_holds(tag, row, facts):
             & (tag.pops0 == facts.pops0))
 
 
+def ends_layout(width_bytes):
+    """The first set-up register's word: the row's ends."""
+    shift = width_bytes.bit_length() - 1
+    return data.StructLayout({"src_end": LEN_BITS + 1, "dst_end": LEN_BITS + 1, "r": shift,
+                              "neg": 1, "dst_off": shift})
+
+
+def setup_layout(width_bytes):
+    """The second set-up register's word: the row's tag and source word count."""
+    return data.StructLayout({"tag": _tag_layout(width_bytes),
+                              "src_left": _word_index_bits(width_bytes), "src_last": 1})
+
+
+def ends_hold(ends, row, facts):
+    """`ends` (ends_layout) are `row`'s."""
+    return ((ends.src_end == row.src_off + row.length - 1)
+            & (ends.dst_end == row.dst_off + row.length - 1)
+            & (ends.r == facts.r) & (ends.neg == facts.neg) & (ends.dst_off == row.dst_off))
+
+
+def setup_holds(setup, row, facts):
+    """`setup` (setup_layout) is `row`'s tag and source word count."""
+    return (_tag_holds(setup.tag, row, facts) & (setup.src_left == facts.src_words - 1)
+            & (setup.src_last == (facts.src_words == 1)))
+
+
+def source_side_holds(regs, row, facts, taken, width_bytes):
+    """The source side holds `row`, `taken` of its source words taken: its tag and the
+    words still to come."""
+    tag = data.View(_tag_layout(width_bytes), regs["tag"])
+    src_left = regs["src_left"]
+    return ((taken < facts.src_words) & _tag_holds(tag, row, facts)
+            & (src_left == facts.src_words - 1 - taken)
+            & (regs["src_last0"] == (src_left == 0)))
+
+
+def head_holds(regs, row, facts, width_bytes):
+    """The merge's head register holds `row`."""
+    return (merge_row_holds(regs["head"], row, facts, width_bytes)
+            & (regs["head_lout"] == facts.dst_words - 1) & (regs["head_tail"] == facts.tail))
+
+
 def _setup_invariant(m, regs, record, facts, width_bytes):
     """The set-up registers hold the row's ends, then its tag and source word count.
     Returns whether the row is past them."""
-    shift = width_bytes.bit_length() - 1
-    row = record.row
-    ends = data.View(data.StructLayout({
-        "src_end": LEN_BITS + 1, "dst_end": LEN_BITS + 1, "r": shift, "neg": 1,
-        "dst_off": shift}), regs["row_ends"])
-    setup = data.View(data.StructLayout({
-        "tag": _tag_layout(width_bytes), "src_left": _word_index_bits(width_bytes),
-        "src_last": 1}), regs["row_setup"])
+    ends = ends_layout(width_bytes)(regs["row_ends"])
+    setup = setup_layout(width_bytes)(regs["row_setup"])
     prop(m, "aligner_row_ends_are_the_rows",
-         ~regs["row_ends_valid"]
-         | ((ends.src_end == row.src_off + row.length - 1)
-            & (ends.dst_end == row.dst_off + row.length - 1)
-            & (ends.r == facts.r) & (ends.neg == facts.neg)
-            & (ends.dst_off == row.dst_off)))
+         ~regs["row_ends_valid"] | ends_hold(ends, record.row, facts))
     prop(m, "aligner_row_setup_is_the_rows",
-         ~regs["row_setup_valid"]
-         | (tag_holds(setup.tag, row, facts)
-            & (setup.src_left == facts.src_words - 1)
-            & (setup.src_last == (facts.src_words == 1))))
+         ~regs["row_setup_valid"] | setup_holds(setup, record.row, facts))
     return record.busy & ~regs["row_ends_valid"] & ~regs["row_setup_valid"]
 
 
 def _source_invariant(m, fragment, regs, record, facts, loaded, width_bytes):
     """The source side holds the row until its last source word is taken, counting the
     words still to come; its four copies of the handshake state agree."""
-    tag = data.View(_tag_layout(width_bytes), regs["tag"])
-    have_row, src_last, src_left = regs["have_row0"], regs["src_last0"], regs["src_left"]
+    have_row = regs["have_row0"]
     source_handshake_holds(m, fragment, regs, width_bytes)
     prop(m, "aligner_source_side_holds_the_row",
-         ~have_row | (loaded & (record.src_taken < facts.src_words)
-                      & tag_holds(tag, record.row, facts)
-                      & (src_left == facts.src_words - 1 - record.src_taken)
-                      & (src_last == (src_left == 0))))
+         ~have_row | (loaded & source_side_holds(regs, record.row, facts, record.src_taken,
+                                                 width_bytes)))
     prop(m, "aligner_source_side_done_after_its_last_word",
          ~loaded | have_row | (record.src_taken == facts.src_words))
 
@@ -373,7 +399,7 @@ def merge_row_holds(value, row, facts, width_bytes):
     merge_row = data.View(data.StructLayout({
         "tag": _tag_layout(width_bytes), "lo": width_bytes, "head": width_bytes,
         "tail": width_bytes}), value)
-    test = tag_holds(merge_row.tag, row, facts)
+    test = _tag_holds(merge_row.tag, row, facts)
     for lane in range(width_bytes):
         test &= ((merge_row.lo[lane] == (lane < facts.r))
                  & (merge_row.head[lane] == (lane >= row.dst_off))
@@ -397,9 +423,7 @@ def _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes):
     # Output k = emitted: the first, the last, the one before the last; each output but
     # the first retires its lo word, the last its hi word too if it has one.
     prop(m, "aligner_head_row_is_the_rows",
-         ~have_head | (merge_row_holds(regs["head"], record.row, facts, width_bytes)
-                       & (regs["head_lout"] == facts.dst_words - 1)
-                       & (regs["head_tail"] == facts.tail)))
+         ~have_head | head_holds(regs, record.row, facts, width_bytes))
     merge_control_holds(m, fragment, regs, facts, emitted)
     output_queue_entries(m, "aligner_output_queue", regs, "out")
     prop(m, "aligner_emitted_within_the_row", emitted <= facts.dst_words)

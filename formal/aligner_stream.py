@@ -29,13 +29,13 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data
 
 from hdl.datapath import aligner
-from hdl.datapath.aligner import (QUEUE_DEPTH, Aligner, _rotate_slices, _tag_layout,
-                                  _word_index_bits, rotate_stages)
-from hdl.layouts import LEN_BITS
+from hdl.datapath.aligner import QUEUE_DEPTH, Aligner, _rotate_slices, rotate_stages
 
-from .aligner import (Record, assume_src_tracked_byte, carries, dst_word_contract,
-                      holds_at, merge_control_holds, merge_row_holds, ring_invariant, row_byte,
-                      row_facts, source_handshake_holds, tag_holds, tracked_byte)
+from .aligner import (Record, assume_src_tracked_byte, carries, dst_word_contract, ends_hold,
+                      ends_layout, head_holds, holds_at, merge_control_holds,
+                      merge_row_holds, ring_invariant, row_byte, row_facts,
+                      setup_holds, setup_layout, source_handshake_holds,
+                      source_side_holds, tracked_byte)
 from .gm_side import output_queue_entries, queue_entries, queue_slots
 from .inputs import free, free_stream
 from .props import (add_block, assume, child, combinational, counter, prop, registers,
@@ -223,35 +223,16 @@ def _history_invariant(m, stream):
                 & (stream.dst_base(after) == _words(stream.dst_bases[n] + facts.dst_words))))
 
 
-def _ends_hold(ends, row, facts):
-    """The first set-up register's `ends` are the row's."""
-    return ((ends.src_end == row.src_off + row.length - 1)
-            & (ends.dst_end == row.dst_off + row.length - 1)
-            & (ends.r == facts.r) & (ends.neg == facts.neg) & (ends.dst_off == row.dst_off))
-
-
-def _setup_holds(setup, row, facts):
-    """The second set-up register's word is the row's tag and source word count."""
-    return (tag_holds(setup.tag, row, facts) & (setup.src_left == facts.src_words - 1)
-            & (setup.src_last == (facts.src_words == 1)))
-
-
 def _setup_invariant(m, regs, stream):
     """The rows taken and not loaded by the source side are in the set-up registers,
     oldest first: the second stage's register, its skid register, the first stage's,
     its skid register (a skid register holds a row only behind a full register)."""
-    width_bytes, shift = stream.width_bytes, stream.width_bytes.bit_length() - 1
-    ends_layout = data.StructLayout({
-        "src_end": LEN_BITS + 1, "dst_end": LEN_BITS + 1, "r": shift, "neg": 1,
-        "dst_off": shift})
-    setup_layout = data.StructLayout({
-        "tag": _tag_layout(width_bytes), "src_left": _word_index_bits(width_bytes),
-        "src_last": 1})
-    stages = [(regs["row_setup_valid"], setup_layout(regs["row_setup"]), _setup_holds),
-              (regs["row_setup_skid_valid"], setup_layout(regs["row_setup_skid"]),
-               _setup_holds),
-              (regs["row_ends_valid"], ends_layout(regs["row_ends"]), _ends_hold),
-              (regs["row_ends_skid_valid"], ends_layout(regs["row_ends_skid"]), _ends_hold)]
+    width_bytes = stream.width_bytes
+    ends, setup = ends_layout(width_bytes), setup_layout(width_bytes)
+    stages = [(regs["row_setup_valid"], setup(regs["row_setup"]), setup_holds),
+              (regs["row_setup_skid_valid"], setup(regs["row_setup_skid"]), setup_holds),
+              (regs["row_ends_valid"], ends(regs["row_ends"]), ends_hold),
+              (regs["row_ends_skid_valid"], ends(regs["row_ends_skid"]), ends_hold)]
     for stage in ("row_setup", "row_ends"):
         prop(m, f"aligner_{stage}_skid_behind_a_full_register",
              ~regs[f"{stage}_skid_valid"] | regs[f"{stage}_valid"])
@@ -272,18 +253,15 @@ def _source_invariant(m, fragment, regs, stream):
     """The source side holds the last row loaded until its last source word is taken,
     counting the words still to come; its four copies of the handshake state agree."""
     width_bytes = stream.width_bytes
-    tag = data.View(_tag_layout(width_bytes), regs["tag"])
-    have_row, src_last, src_left = regs["have_row0"], regs["src_last0"], regs["src_left"]
+    have_row = regs["have_row0"]
     source_handshake_holds(m, fragment, regs, width_bytes)
     number = _rows(stream.loaded - 1)
     row = stream.row(number)
-    facts = row_facts(row, width_bytes)
     taken = _words(stream.src_count - stream.src_bases[number])
     prop(m, "aligner_source_side_holds_the_last_row_loaded",
-         ~have_row | (stream.held(number, stream.given) & (taken < facts.src_words)
-                      & tag_holds(tag, row, facts)
-                      & (src_left == facts.src_words - 1 - taken)
-                      & (src_last == (src_left == 0))))
+         ~have_row | (stream.held(number, stream.given)
+                      & source_side_holds(regs, row, row_facts(row, width_bytes), taken,
+                                          width_bytes)))
     prop(m, "aligner_source_side_done_after_its_last_word",
          have_row | (stream.src_count == stream.src_base(stream.loaded)))
 
@@ -339,11 +317,8 @@ def _merge_rows_invariant(m, fragment, regs, stream, words):
         prop(m, f"aligner_row_queue_{where}_holds_its_row",
              ~held | (holds(entry, number) & after_the_ring_start(number)))
     row = stream.row(stream.ended)
-    facts = row_facts(row, width_bytes)
     prop(m, "aligner_head_row_is_the_oldest_not_ended",
-         ~have_head | (merge_row_holds(regs["head"], row, facts, width_bytes)
-                       & (regs["head_lout"] == facts.dst_words - 1)
-                       & (regs["head_tail"] == facts.tail)))
+         ~have_head | head_holds(regs, row, row_facts(row, width_bytes), width_bytes))
 
 
 def _word_of_row(word, k, row, facts):

@@ -24,10 +24,9 @@ def test_aligner_proved_by_induction(tmp_path, group, depth, properties):
     ("aligner_any_byte_w8", "rotator_one_lane_off",
      r"aligner_rotator_0_holds_its_word|aligner_ring_entry_\d_holds_its_word"
      r"|dst_tracked_byte_arrives"),
-    # The same with rows overlapping in the aligner.
-    ("aligner_rows_overlapping_w8", "rotator_one_lane_off",
-     r"aligner_rotator_0_holds_its_word|aligner_ring_entry_\d_holds_its_word"
-     r"|dst_tracked_byte_arrives"),
+    # The same with rows overlapping in the aligner, whose mutated harness has the
+    # contract alone (no invariant), so the contract itself catches it.
+    ("aligner_rows_overlapping_w8", "rotator_one_lane_off", "dst_tracked_byte_arrives"),
     # A lane's bits swapped, which the contract at 1 bit a lane cannot see.
     ("aligner_bit_slices_w16", "bits_swapped_in_each_lane", r"aligner_rot\d_agrees"),
 ])
