@@ -131,24 +131,31 @@ ALIGNER_GROUP_NAME = {8: "aligner_any_byte", 1: "aligner_any_bit"}
 # A source word's bits reach the rotator's first stage on the first edge.
 BIT_SLICES_DEPTH = 1
 BIT_SLICES_MUTATION_DEPTH = 2
-# Rows overlapping in the aligner. At W = 8 and 16 k-induction closes at depth 1 with
-# the harness's invariant, proved a part at a time (Proof.split), at 1 bit a lane (the
-# block is bit-sliced, as for aligner_any_bit_w*); all at once, its induction step did
-# not end in 20 minutes at W = 8. At 32: BMC from reset to 9 cycles, where a row taken
-# at step 1 has its words out and rows taken after it are set up and rotating. yices's
-# time grows about fourfold a step: at 32 the 9 steps take 157 s beside a second
-# solver, and at 128 step 8 did not end in 7 minutes.
-ALIGNER_STREAM_PROVED = {8: 1, 16: 1}   # W: bits a lane
-ALIGNER_STREAM_DEPTH = 9
-ALIGNER_STREAM_WIDTHS = (8, 16, 32)
+# Rows overlapping in the aligner, at 1 bit a lane (the block is bit-sliced, as for
+# aligner_any_bit_w*). At W = 8 and 16 k-induction closes at depth 1 with the harness's
+# invariant, proved a part at a time (Proof.split); all at once, its induction step did
+# not end in 20 minutes at W = 8. From 32 on: BMC from reset, past the cycles where a row
+# taken at step 1 has its words out (the rotator's mutation shows at step 7 at W = 32
+# and 64, 8 at 128) and rows taken after it are set up and rotating. Each step takes
+# about ten times the one before: at 32 the first 9 take 52 s and the tenth about 10
+# minutes, at 64 the ninth about 10 minutes, at 128 (a rotator stage more, so less
+# reaches the merge by then) the first 9 64 s and the tenth over 15 minutes, each beside
+# a second solver.
+ALIGNER_STREAM_LANE_BITS = 1
+ALIGNER_STREAM_PROVED = (8, 16)
+ALIGNER_STREAM_DEPTH = {32: 10, 64: 9, 128: 9}
+ALIGNER_STREAM_WIDTHS = BUS_WIDTHS
 WHY_ALIGNER_STREAM_BMC = ("its induction a part at a time, proved at W = 8 and 16, did "
                           "not end at 32: the output queue's part ran past 20 minutes "
                           "beside three other solvers")
 # At W = 8 and 16 the mutations run to 11, which holds a row lost from the row queue (it
-# shows at step 10, as the row behind it leaves); at 32 the rotator's, shown by step 9.
+# shows at step 10, as the row behind it leaves); at 32 to 10, which holds the merge's
+# `first` kept on a new row (it shows at step 9 at 16 and 32); at 64 and 128 the
+# rotator's alone.
 PROVED_STREAM_MUTATIONS = ((ROTATOR_OFF, FIRST_KEPT, ROW_QUEUE_SHORT), 11)
 ALIGNER_STREAM_MUTATIONS = {8: PROVED_STREAM_MUTATIONS, 16: PROVED_STREAM_MUTATIONS,
-                            32: ((ROTATOR_OFF,), 0)}
+                            32: ((ROTATOR_OFF, FIRST_KEPT), 0), 64: ((ROTATOR_OFF,), 0),
+                            128: ((ROTATOR_OFF,), 0)}
 
 
 def _aligner_stream_part(name):
@@ -164,13 +171,13 @@ def _aligner_stream_part(name):
 def _aligner_stream_proof(width):
     group = f"aligner_rows_overlapping_w{width}"
     mutations, mutation_depth = ALIGNER_STREAM_MUTATIONS[width]
-    if width in ALIGNER_STREAM_PROVED:
-        return Proof(group, aligner_stream_harness(width, ALIGNER_STREAM_PROVED[width]),
-                     "prove", 1, mutations, mutation_depth=mutation_depth,
+    proved = width in ALIGNER_STREAM_PROVED
+    harness = aligner_stream_harness(width, ALIGNER_STREAM_LANE_BITS, invariant=proved)
+    if proved:
+        return Proof(group, harness, "prove", 1, mutations, mutation_depth=mutation_depth,
                      split=_aligner_stream_part)
-    return Proof(group, aligner_stream_harness(width, invariant=False), "bmc",
-                 ALIGNER_STREAM_DEPTH, mutations, WHY_ALIGNER_STREAM_BMC,
-                 mutation_depth=mutation_depth)
+    return Proof(group, harness, "bmc", ALIGNER_STREAM_DEPTH[width], mutations,
+                 WHY_ALIGNER_STREAM_BMC, mutation_depth=mutation_depth)
 
 
 # A stage's turn is a mux tree, no register: its check holds on every cycle.
