@@ -144,7 +144,6 @@ BIT_SLICES_MUTATION_DEPTH = 2
 ALIGNER_STREAM_LANE_BITS = 1
 ALIGNER_STREAM_PROVED = (8, 16)
 ALIGNER_STREAM_DEPTH = {32: 10, 64: 9, 128: 9}
-ALIGNER_STREAM_WIDTHS = BUS_WIDTHS
 WHY_ALIGNER_STREAM_BMC = ("its induction a part at a time, proved at W = 8 and 16, did "
                           "not end at 32: the output queue's part ran past 20 minutes "
                           "beside three other solvers")
@@ -276,7 +275,7 @@ PROOFS = (
     *(Proof(f"aligner_bit_slices_w{width}", bit_slices_harness(width), "prove",
             BIT_SLICES_DEPTH, (BITS_SWAPPED,), mutation_depth=BIT_SLICES_MUTATION_DEPTH)
       for width in BUS_WIDTHS),
-    *(_aligner_stream_proof(width) for width in ALIGNER_STREAM_WIDTHS),
+    *(_aligner_stream_proof(width) for width in BUS_WIDTHS),
     *(Proof(f"aligner_rotator_w{width}", rotator_harness(width), "prove", ROTATOR_DEPTH,
             (ROTATOR_OFF,)) for width in BUS_WIDTHS),
     Proof(f"idle_engine_w{ENGINE_WIDTH}", idle_engine_harness(ENGINE_WIDTH), "bmc",
