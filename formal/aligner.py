@@ -394,17 +394,25 @@ def ring_invariant(m, regs, in_ring):
          & (regs["almost_full"] == (filled[QUEUE_DEPTH - 2] & ~filled[QUEUE_DEPTH - 1])))
 
 
-def merge_row_holds(value, row, facts, width_bytes):
-    """`value` (the merge's row: the tag and its lane masks) is `row`'s."""
+def merge_row_checks(value, row, facts, width_bytes):
+    """`value` (the merge's row) is `row`'s: {field: its check}, for the tag and each of
+    its lane masks (`lo` the lanes below r, `head` those from the row's first destination
+    lane, `tail` those to its last)."""
     merge_row = data.View(data.StructLayout({
         "tag": _tag_layout(width_bytes), "lo": width_bytes, "head": width_bytes,
         "tail": width_bytes}), value)
-    test = _tag_holds(merge_row.tag, row, facts)
-    for lane in range(width_bytes):
-        test &= ((merge_row.lo[lane] == (lane < facts.r))
-                 & (merge_row.head[lane] == (lane >= row.dst_off))
-                 & (merge_row.tail[lane] == (lane <= facts.end_off)))
-    return test
+    lanes = range(width_bytes)
+    return {"tag": _tag_holds(merge_row.tag, row, facts),
+            "lo": Cat(merge_row.lo[lane] == (lane < facts.r) for lane in lanes).all(),
+            "head": Cat(merge_row.head[lane] == (lane >= row.dst_off) for lane in lanes).all(),
+            "tail": Cat(merge_row.tail[lane] == (lane <= facts.end_off)
+                        for lane in lanes).all()}
+
+
+def merge_row_holds(value, row, facts, width_bytes):
+    """`value` (the merge's row: the tag and its lane masks) is `row`'s."""
+    checks = merge_row_checks(value, row, facts, width_bytes).values()
+    return Cat(*checks).all()
 
 
 def _merge_invariant(m, fragment, regs, record, facts, emitted, width_bytes):

@@ -33,7 +33,7 @@ from hdl.datapath.aligner import QUEUE_DEPTH, Aligner, _rotate_slices, rotate_st
 
 from .aligner import (Record, assume_src_tracked_byte, carries, dst_word_contract, ends_hold,
                       ends_layout, head_holds, holds_at, merge_control_holds,
-                      merge_row_holds, ring_invariant, row_byte, row_facts,
+                      merge_row_checks, merge_row_holds, ring_invariant, row_byte, row_facts,
                       setup_holds, setup_layout, source_handshake_holds,
                       source_side_holds, tracked_byte)
 from .gm_side import output_queue_entries, queue_entries, queue_slots
@@ -309,13 +309,20 @@ def _merge_rows_invariant(m, fragment, regs, stream, words):
     # Each storage slot's row by the slot's age, not each age's by the slot the read
     # pointer picks (gm_side.queue_slots): at W = 8 a slot's property takes 15 to 90 s
     # in the induction step, an age's up to over 4 minutes.
-    head_held, head = entries[0]
-    for where, (held, entry, age) in [("output", (head_held, head, 0)),
-                                      *((f"slot_{i}", slot)
-                                        for i, slot in enumerate(queue_slots(row_queue)))]:
+    for i, (held, entry, age) in enumerate(queue_slots(row_queue)):
         number = _rows(stream.ended + 1 + age)
-        prop(m, f"aligner_row_queue_{where}_holds_its_row",
+        prop(m, f"aligner_row_queue_slot_{i}_holds_its_row",
              ~held | (holds(entry, number) & after_the_ring_start(number)))
+    # The queue's output register (its next row) a check at a time: at W = 32 the five
+    # take 1 to 3 minutes each in the induction step, together over 28 minutes.
+    held, entry = entries[0]
+    number = _rows(stream.ended + 1)
+    row = stream.row(number)
+    checks = merge_row_checks(entry, row, row_facts(row, width_bytes), width_bytes)
+    for field, check in checks.items():
+        prop(m, f"aligner_row_queue_output_holds_its_{field}", ~held | check)
+    prop(m, "aligner_row_queue_output_after_the_ring_start",
+         ~held | after_the_ring_start(number))
     row = stream.row(stream.ended)
     prop(m, "aligner_head_row_is_the_oldest_not_ended",
          ~have_head | head_holds(regs, row, row_facts(row, width_bytes), width_bytes))

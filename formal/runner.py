@@ -17,7 +17,9 @@ from amaranth.back import rtlil
 from .props import A_CYCLE_LATE, each_also_assumed_a_cycle_late
 
 VENV_BIN = Path(sys.executable).parent
-TIMEOUT_S = 1200
+# A proof's or part's limit: twice the longest part's time (aligner_rows_overlapping_w32's
+# dst_tracked_byte_arrives, 17 minutes beside a second solver).
+TIMEOUT_S = 2400
 
 
 @dataclass(frozen=True)
