@@ -135,7 +135,7 @@ BIT_SLICES_MUTATION_DEPTH = 2
 # aligner_any_bit_w*). At W = 8, 16 and 32 k-induction closes at depth 1 with the
 # harness's invariant, proved a part at a time (Proof.split); all at once, its induction
 # step did not end in 20 minutes at W = 8. At 32 its 96 parts take 68 minutes on two
-# cores, each at least 45 s, the longest 17 minutes (dst_tracked_byte_arrives), each about
+# cores, each at least 42 s, the longest 17 minutes (dst_tracked_byte_arrives), each about
 # two to three times its time at 16. From 64 on: BMC from reset, past the cycles where
 # a row taken at step 1 has its words out (the rotator's mutation shows at step 7 at 64,
 # 8 at 128) and rows taken after it are set up and rotating. Each step takes about ten
