@@ -4,7 +4,8 @@
 AWVALID or WVALID) and stays idle, whatever the slave does; given commands, no pipe
 counts a completion it was not given a command for, and idle, each has counted every
 one; given a small copy, its pipe counts its completion within a bound, the slave
-never stalling or stalling on a few cycles.
+never stalling or stalling on a few cycles; given a copy whose first response fails,
+the engine drains it within a bound of bursts and cycles.
 
 UB is cut to a few words (`SMALL_UB_WORDS`): it holds no state the properties read, and
 its full 256 KiB of memory bits would be the solver's whole problem."""
@@ -15,6 +16,7 @@ from unittest import mock
 
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import C, Cat, Module, Signal, Value
+from amaranth.utils import exact_log2
 from amaranth.lib import wiring
 
 from hdl import top
@@ -22,12 +24,13 @@ from hdl.datapath import axi_reader, axi_writer, mte2, mte3, ubcopy
 from hdl.datapath.completions import write_to_ub
 from hdl.intake.commands import op_fields
 from hdl.intake.intake import ENGINE_PIPES, WholeCommandIntake
+from hdl.lib.axi import resp_is_error
 from hdl.lib.multiplier import RegisteredMultiplier
 from hdl.pipe import checker
 from hdl.pipe.pipe import PipeController
 from hdl.top import MteDma
 from hdl.ub.ub import UnifiedBuffer
-from model.isa import UB_LINE, Opcode
+from model.isa import UB_LINE, ErrorCode, Opcode
 
 from .axi4 import Axi4MasterChecker
 from .axi_master import issue_rows_then
@@ -155,6 +158,10 @@ SMALL_ROW_WORDS = 2
 
 def _small_copy(m, kind, fields, width_bytes):
     assume(m, "copy_rows_few", fields.n_burst <= SMALL_ROWS)
+    _short_rows(m, kind, fields, width_bytes)
+
+
+def _short_rows(m, kind, fields, width_bytes):
     if kind == Opcode.COPY_UBUF_TO_UBUF:
         assume(m, "copy_row_one_line", fields.len_burst <= 1)
         return
@@ -163,6 +170,31 @@ def _small_copy(m, kind, fields, width_bytes):
         assume(m, "copy_pads_one_element",
                (fields.left_padding <= 1) & (fields.right_padding <= 1))
         assume(m, "copy_ub_stride_one_line", fields.dst_stride <= UB_LINE)
+
+
+def _one_copy_from_reset(m, dut, kind):
+    """The copy's command offered from reset until taken, its words free but its kind;
+    returns its fields."""
+    taken = Signal(name="copy_taken")
+    m.d.sync += taken.eq(taken | dut.cmd.ready)
+    command = Value.cast(dut.cmd.payload)
+    m.d.comb += [dut.cmd.valid.eq(~taken), command.eq(AnyConst(len(command)))]
+    assume(m, "copy_of_the_kind", dut.cmd.payload.opcode == kind)
+    return op_fields(dut.cmd.payload, kind)
+
+
+def _completed_in_time(m, dut, intake, completed_by, idle_by):
+    """By cycle `completed_by` each pipe has counted the commands it was given, by
+    `idle_by` the engine is idle, and no pipe ever counts a completion it was not given a
+    command for. Returns the cycle count (it stops at `idle_by`)."""
+    cycle = Signal(range(idle_by + 1), name="cycle")
+    with m.If(cycle != idle_by):
+        m.d.sync += cycle.eq(cycle + 1)
+    for name, completed, accepted in _completions_of_accepted(m, dut, intake):
+        prop(m, f"{name}_every_command_completed_by_cycle_{completed_by}",
+             (cycle < completed_by) | (completed == accepted))
+    prop(m, f"engine_idle_by_cycle_{idle_by}", (cycle < idle_by) | dut.idle)
+    return cycle
 
 
 def copy_completes_harness(kind, completed_by, idle_by, width_bytes, stalls=0):
@@ -177,22 +209,75 @@ def copy_completes_harness(kind, completed_by, idle_by, width_bytes, stalls=0):
     def build(mutation):
         m = Module()
         dut, intake = _engine_given_commands(m, width_bytes, mutation)
-        taken = Signal(name="copy_taken")
-        m.d.sync += taken.eq(taken | dut.cmd.ready)
-        command = Value.cast(dut.cmd.payload)
-        m.d.comb += [dut.cmd.valid.eq(~taken), command.eq(AnyConst(len(command)))]
-        assume(m, "copy_of_the_kind", dut.cmd.payload.opcode == kind)
-        _small_copy(m, kind, op_fields(dut.cmd.payload, kind), width_bytes)
+        _small_copy(m, kind, _one_copy_from_reset(m, dut, kind), width_bytes)
         axi_checker = Axi4MasterChecker(width_bytes, MAX_OUTSTANDING)
         axi_checker.add(m, dut.m_axi)
         timely_slave(m, dut.m_axi, axi_checker, stalls)
-        cycle = Signal(range(idle_by + 1), name="cycle")
-        with m.If(cycle != idle_by):
-            m.d.sync += cycle.eq(cycle + 1)
-        for name, completed, accepted in _completions_of_accepted(m, dut, intake):
-            prop(m, f"{name}_every_command_completed_by_cycle_{completed_by}",
-                 (cycle < completed_by) | (completed == accepted))
-        prop(m, f"engine_idle_by_cycle_{idle_by}", (cycle < idle_by) | dut.idle)
+        _completed_in_time(m, dut, intake, completed_by, idle_by)
+        return m
+    return build
+
+
+# The GM side's channel whose first response fails, per kind of a copy over AXI, the
+# address channel whose bursts the drain bounds, the pipe that records the error, and
+# the copy's address and stride fields.
+_FAILING = {
+    Opcode.COPY_GM_TO_UBUF: ("r", "ar", "mte2",
+                             ("gm_src", "src_stride", "ub_dst", "dst_stride")),
+    Opcode.COPY_UBUF_TO_GM: ("b", "aw", "mte3",
+                             ("ub_src", "src_stride", "gm_dst", "dst_stride")),
+}
+
+
+def _rows_of_a_word(m, kind, fields, width_bytes):
+    """Rows of at most a bus word, each starting on a word in GM and in UB: a one-beat
+    burst and a UB word each. MTE2's rows unpadded, so each writes its bytes alone."""
+    _, _, _, addresses = _FAILING[kind]
+    low = exact_log2(width_bytes)
+    assume(m, "rows_of_a_word", (fields.len_burst <= width_bytes)
+           & Cat(fields[name][:low] == 0 for name in addresses).all())
+    if kind == Opcode.COPY_GM_TO_UBUF:
+        assume(m, "rows_unpadded", ~fields.data_select_bit)
+
+
+def copy_drains_harness(kind, bursts_after, completed_by, idle_by, width_bytes):
+    """The drain after a bus error in the whole engine. One copy of `kind` offered from
+    reset, of any number of rows (`n_burst` free, the loop counts as reset leaves them)
+    of a bus word each (`_rows_of_a_word`), a slave that never holds the engine up, and
+    the copy's first response (R beat or B response) an error, the others free: from
+    that response on, the engine issues at most `bursts_after` more bursts (AR or AW
+    handshakes); its pipe has counted the copy's completion by `completed_by`, and by
+    `idle_by` the engine is idle and, if the checker passed the copy (with
+    `_any_products` its verdict is free), the pipe has recorded a BUS_ERROR. A copy not
+    cut short would run for as many rows as `n_burst` gives, up to 65,535."""
+    response, address, pipe, _ = _FAILING[kind]
+
+    def build(mutation):
+        m = Module()
+        dut, intake = _engine_given_commands(m, width_bytes, mutation)
+        _rows_of_a_word(m, kind, _one_copy_from_reset(m, dut, kind), width_bytes)
+        assume(m, "errors_never_cleared", ~dut.clear_errors)
+        axi = dut.m_axi
+        axi_checker = Axi4MasterChecker(width_bytes, MAX_OUTSTANDING)
+        axi_checker.add(m, axi)
+        timely_slave(m, axi, axi_checker)
+        answered = getattr(axi, f"{response}valid") & getattr(axi, f"{response}ready")
+        failed = Signal(name="first_response_failed")
+        m.d.sync += failed.eq(failed | answered)
+        assume(m, "first_response_fails",
+               failed | ~getattr(axi, f"{response}valid")
+               | resp_is_error(getattr(axi, f"{response}resp")))
+        issued = getattr(axi, f"{address}valid") & getattr(axi, f"{address}ready")
+        # Wide enough for a burst on every cycle the BMC reaches: it never wraps.
+        bursts = counter(m, "bursts_after_the_failing_response", failed & issued,
+                         (idle_by + 1).bit_length())
+        prop(m, f"at_most_{bursts_after}_bursts_after_the_failing_response",
+             bursts <= bursts_after)
+        cycle = _completed_in_time(m, dut, intake, completed_by, idle_by)
+        # The error is recorded a cycle after the completion counts; idle shows it.
+        prop(m, "failing_copy_records_a_bus_error",
+             ~failed | (cycle < idle_by)
+             | (getattr(dut, f"status_{pipe}").error == ErrorCode.BUS_ERROR))
         return m
     return build
 

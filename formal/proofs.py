@@ -21,7 +21,7 @@ from .dispatcher import DISPATCHER_MUTATIONS, dispatcher_harness
 from .drain import drain_chain_harness
 from .engine import (BUBBLE_AFTER_STALL, COMPLETES_TWICE, COUNTS_LATE, ENDS_UNCOUNTED,
                      LAST_WRITE_UNREPORTED, PHANTOM_ROW, completions_harness,
-                     copy_completes_harness, idle_engine_harness)
+                     copy_completes_harness, copy_drains_harness, idle_engine_harness)
 from .flags import FLAGS_MUTATIONS, flags_harness
 from .intake import INTAKE_MUTATIONS, intake_harness
 from .line_writer import LINE_WRITER_MUTATIONS, line_writer_harness
@@ -78,6 +78,16 @@ SLAVE_STALLS = 2
 COPY_COMPLETES_STALLED_BY = {
     Opcode.COPY_GM_TO_UBUF: (25, 26),
     Opcode.COPY_UBUF_TO_GM: (25, 26),
+}
+# A copy of any number of short rows, each a burst, whose first response fails (MTE2's
+# first R beat, MTE3's first B response), the slave never stalling: the most bursts the
+# engine issues from that response on, and the cycles by which the copy's pipe has
+# counted its completion and the engine is idle (each the least that holds: one less
+# has a counterexample). The BMC runs past the idle cycle; each step past 30 takes
+# about 1.2 times the one before.
+COPY_DRAINS_BY = {
+    Opcode.COPY_GM_TO_UBUF: (6, 25, 26),
+    Opcode.COPY_UBUF_TO_GM: (6, 35, 36),
 }
 # The completion paths close at depth 1 (MTE3) and 2 (MTE2); at 4 the base case holds a
 # mutation's counterexample (the second command's Completion, a few cycles from reset).
@@ -302,5 +312,8 @@ PROOFS = (
             copy_completes_harness(kind, completed_by, idle_by, ENGINE_WIDTH, SLAVE_STALLS),
             "bmc", idle_by + 1, (BUBBLE_AFTER_STALL,), WHY_ENGINE_BMC)
       for kind, (completed_by, idle_by) in COPY_COMPLETES_STALLED_BY.items()),
+    *(Proof(f"engine_{kind.name.lower()}_drains_w{ENGINE_WIDTH}",
+            copy_drains_harness(kind, bursts_after, completed_by, idle_by, ENGINE_WIDTH),
+            "bmc", idle_by + 1, DRAIN_MUTATIONS, WHY_ENGINE_BMC)
+      for kind, (bursts_after, completed_by, idle_by) in COPY_DRAINS_BY.items()),
 )
-
