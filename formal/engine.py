@@ -16,8 +16,8 @@ from unittest import mock
 
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import C, Cat, Module, Signal, Value
-from amaranth.utils import exact_log2
 from amaranth.lib import wiring
+from amaranth.utils import exact_log2
 
 from hdl import top
 from hdl.datapath import axi_reader, axi_writer, mte2, mte3, ubcopy
@@ -158,10 +158,6 @@ SMALL_ROW_WORDS = 2
 
 def _small_copy(m, kind, fields, width_bytes):
     assume(m, "copy_rows_few", fields.n_burst <= SMALL_ROWS)
-    _short_rows(m, kind, fields, width_bytes)
-
-
-def _short_rows(m, kind, fields, width_bytes):
     if kind == Opcode.COPY_UBUF_TO_UBUF:
         assume(m, "copy_row_one_line", fields.len_burst <= 1)
         return
