@@ -43,7 +43,8 @@ MAX_OUTSTANDING = 2
 
 
 @contextmanager
-def _small_ub():
+def small_ub():
+    """The engine built with its UB cut to SMALL_UB_WORDS words."""
     def small(width_bytes, size):
         return UnifiedBuffer(width_bytes, SMALL_UB_WORDS * width_bytes)
     with mock.patch.object(top, "UnifiedBuffer", small):
@@ -77,7 +78,7 @@ def _any_products():
 def idle_engine_harness(width_bytes):
     def build(mutation):
         m = Module()
-        with _small_ub():
+        with small_ub():
             dut = add_block(m, "dut", MteDma(width_bytes=width_bytes,
                                              max_outstanding=MAX_OUTSTANDING), mutation)
         m.d.comb += [dut.cmd.valid.eq(0), dut.ub_test.we.eq(0), dut.ub_test.re.eq(0)]
@@ -107,7 +108,7 @@ def _engine_given_commands(m, width_bytes, mutation):
     """The engine in the harness `m` as the command groups take it (UB cut, products
     free), its UB test port unused and `clear_errors` free; returns it and its intake."""
     intakes = []
-    with _small_ub(), _any_products(), _recording(WholeCommandIntake, intakes):
+    with small_ub(), _any_products(), _recording(WholeCommandIntake, intakes):
         dut = add_block(m, "dut", MteDma(width_bytes=width_bytes,
                                          max_outstanding=MAX_OUTSTANDING), mutation)
     m.d.comb += [dut.ub_test.we.eq(0), dut.ub_test.re.eq(0)]

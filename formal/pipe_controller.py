@@ -53,27 +53,40 @@ def pipe_controller_harness(pipe, limit, width_bytes):
             pipe, DEFAULT_PROFILE, width_bytes, limit, checker=lambda *_: checker,
             address_generator=lambda *_: addrgen), mutation)
         free_ports(m, dut, Flow.In)
-        fragment = child(m.submodules["dut"], "in_flight")
-        in_flight = fragment.origins[0]
-        start = addrgen.copy.valid & addrgen.copy.ready
-        started = counter(m, "copies_started", start, COPY_SEQ_BITS)
-        completed = counter(m, "copies_completed", dut.done.valid, COPY_SEQ_BITS)
-        copies = (started - completed)[:COPY_SEQ_BITS]
-        assume(m, "completion_after_its_start", ~dut.done.valid | (copies != 0))
-        count_invariant(m, fragment, in_flight, limit, started, completed)
-        _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit)
-        completion_seen = past(m, dut.done.valid, "completion_seen")
-        _pipe_invariant(m, checker, addrgen, copies, completion_seen)
-        prop(m, "result_taken_exactly_as_it_starts_or_ends",
-             checker.result.ready == (start | in_flight.copy_end))
-        taken = _each_command_counted_once(m, dut, checker, in_flight, (start, copies))
-        # A Completion keeps the pipe busy a cycle after it counts: its bus error is
-        # recorded then, and InFlight's `drained` shows it then.
-        prop(m, "busy_while_a_command_waits_or_is_not_counted",
-             dut.status.busy == (dut.cmd.valid | (taken != dut.status.completed)
-                                 | completion_seen))
+        pipe_contract(m, m.submodules["dut"], dut, (checker, addrgen))
         return m
     return build
+
+
+def pipe_contract(m, fragment, dut, stand_ins):
+    """The contract above of PipeController `dut` (elaborated as `fragment`), built with
+    `stand_ins`, its (FreeCopyChecker, FreeAddressGenerator), its Completions assumed to
+    come only while a copy is in flight. Returns the commands it took and those it holds
+    unfinished (in its checker, in flight or ending), each counted modulo
+    2^COMPLETED_BITS."""
+    checker, addrgen = stand_ins
+    limit = dut.in_flight
+    in_flight_fragment = child(fragment, "in_flight")
+    in_flight = in_flight_fragment.origins[0]
+    start = addrgen.copy.valid & addrgen.copy.ready
+    started = counter(m, "copies_started", start, COPY_SEQ_BITS)
+    completed = counter(m, "copies_completed", dut.done.valid, COPY_SEQ_BITS)
+    copies = (started - completed)[:COPY_SEQ_BITS]
+    assume(m, "completion_after_its_start", ~dut.done.valid | (copies != 0))
+    count_invariant(m, in_flight_fragment, in_flight, limit, started, completed)
+    _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit)
+    completion_seen = past(m, dut.done.valid, "completion_seen")
+    _pipe_invariant(m, fragment, checker, addrgen, copies, completion_seen)
+    prop(m, "result_taken_exactly_as_it_starts_or_ends",
+         checker.result.ready == (start | in_flight.copy_end))
+    taken, unfinished = _each_command_counted_once(m, dut, checker, in_flight,
+                                                   (start, copies))
+    # A Completion keeps the pipe busy a cycle after it counts: its bus error is
+    # recorded then, and InFlight's `drained` shows it then.
+    prop(m, "busy_while_a_command_waits_or_is_not_counted",
+         dut.status.busy == (dut.cmd.valid | (taken != dut.status.completed)
+                             | completion_seen))
+    return taken, unfinished
 
 
 def _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit):
@@ -97,14 +110,14 @@ def _in_flight_given_its_assumptions(m, dut, in_flight, checker, copies, limit):
          ~in_flight.rule_error | (in_flight.rule_index == oldest))
 
 
-def _pipe_invariant(m, checker, addrgen, copies, completion_seen):
+def _pipe_invariant(m, fragment, checker, addrgen, copies, completion_seen):
     """What closes the induction: the stand-in holds at most what a checker holds; the
     pipe's `idle` register is none in the checker, none in flight and no Completion a
     cycle ago (`completion_seen`); the address generator is offered a copy only with the
     checker's passing result."""
     held = checker.record.held
     prop(m, "checker_holds_at_most_its_copies", held <= checker.record.holds)
-    idle = registers(m.submodules["dut"])["idle"]
+    idle = registers(fragment)["idle"]
     # InFlight's `drained` shows a Completion a cycle after it counts.
     prop(m, "idle_is_no_copy_unfinished",
          idle == ((held == 0) & (copies == 0) & ~completion_seen))
@@ -116,7 +129,7 @@ def _each_command_counted_once(m, dut, checker, in_flight, copies_started):
     """`completed` is the commands taken less those in the checker, in flight and ending
     (InFlight is told of each end once, and counts it a cycle later); a set is offered
     only with no copy unfinished. `copies_started`: whether a copy starts, the copies in
-    flight. Returns the count of commands taken."""
+    flight. Returns the count of commands taken and how many of them are unfinished."""
     start, copies = copies_started
     held = checker.record.held
     cmd = dut.cmd
@@ -135,7 +148,7 @@ def _each_command_counted_once(m, dut, checker, in_flight, copies_started):
     offered = dut.flag_set.valid | dut.token_rls.valid
     prop(m, "set_offered_only_with_no_copy_unfinished",
          ~offered | ((held == 0) & (copies == 0)))
-    return taken
+    return taken, held + copies + ending
 
 
 class _InFlightSeen:

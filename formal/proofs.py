@@ -22,6 +22,7 @@ from .drain import drain_chain_harness
 from .engine import (BUBBLE_AFTER_STALL, COMPLETES_TWICE, COUNTS_LATE, ENDS_UNCOUNTED,
                      LAST_WRITE_UNREPORTED, PHANTOM_ROW, completions_harness,
                      copy_completes_harness, copy_drains_harness, idle_engine_harness)
+from .engine_contract import ENTERS_THE_NEXT_PIPE, engine_contract_harness
 from .flags import FLAGS_MUTATIONS, flags_harness
 from .intake import INTAKE_MUTATIONS, intake_harness
 from .line_writer import LINE_WRITER_MUTATIONS, line_writer_harness
@@ -60,6 +61,11 @@ ENGINE_DEPTH = 24               # 76 to 144 s: given nothing, the engine stays s
 # commands given, 89 s to depth 14, each step about 1.8 times the one before, so depth 24
 # is days away.
 COMPLETIONS_DEPTH = 12
+# The engine's command path with stand-ins (formal/engine_contract.py) closes by
+# k-induction at 2, as the pipe controller's; its mutations' BMC: a command routed to the
+# wrong queue shows at step 1, a command counted twice or not at all at 2.
+ENGINE_CONTRACT_DEPTH = 2
+ENGINE_CONTRACT_MUTATION_DEPTH = 3
 # A small copy offered from reset, the slave never holding the engine up: the cycle by
 # which its pipe has counted its completion, and the engine is idle, at W = 8 (each the
 # least that holds: the cycle before fails). The BMC runs past the idle cycle, and to
@@ -304,6 +310,10 @@ PROOFS = (
           ENGINE_DEPTH, (PHANTOM_ROW,), WHY_ENGINE_BMC),
     Proof(f"engine_completions_w{ENGINE_WIDTH}", completions_harness(ENGINE_WIDTH), "bmc",
           COMPLETIONS_DEPTH, (COMPLETES_TWICE, ENDS_UNCOUNTED), WHY_ENGINE_BMC),
+    *(Proof(f"engine_contract_{pipe.name.lower()}_w{ENGINE_WIDTH}",
+            engine_contract_harness(pipe, ENGINE_WIDTH), "prove", ENGINE_CONTRACT_DEPTH,
+            (ENTERS_THE_NEXT_PIPE, COMPLETES_TWICE, ENDS_UNCOUNTED),
+            mutation_depth=ENGINE_CONTRACT_MUTATION_DEPTH) for pipe in ENGINE_PIPES),
     *(Proof(f"engine_{kind.name.lower()}_completes_w{ENGINE_WIDTH}",
             copy_completes_harness(kind, completed_by, idle_by, ENGINE_WIDTH), "bmc",
             max(idle_by + 1, ENGINE_DEPTH), (COUNTS_LATE,) + ((LAST_WRITE_UNREPORTED,)

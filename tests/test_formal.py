@@ -35,6 +35,9 @@ from formal_cases import check_mutation_caught, check_proved
     # its final row (its induction closes at 1; the group's base case of 4 is for its
     # mutations).
     ("addrgen_nest_last_copy_gm_to_ubuf", 1, 13),
+    # The engine's command path, following UB->UB's pipe (stand-ins for its checkers,
+    # address generators and datapaths).
+    ("engine_contract_v_w8", None, 29),
     # The AXI4 master properties at W = 8, 2 outstanding bursts.
     ("axi4_master_read_w8", None, 40),
     ("axi4_master_write_w8", None, 40),
@@ -74,6 +77,9 @@ def test_proved_by_induction(tmp_path, group, depth, properties):
     ("addrgen_rows_numbered_copy_gm_to_ubuf", "last_a_row_early",
      r"row_only_of_a_copy_taken_and_not_ended|copies_unended_are_queued_or_walked"),
     ("idle_engine_w8", "phantom_row", r"idle_engine_issues_no_(read|write)"),
+    ("engine_contract_v_w8", "enters_the_next_pipe",
+     r"v_completed_trails_accepted_by_the_commands_held"
+     r"|dispatcher_queue_holds_the_v_commands_not_taken"),
 ])
 def test_mutation_caught_with_name_and_trace(tmp_path, group, mutation, expected):
     check_mutation_caught(tmp_path, group, mutation, expected)
