@@ -4,12 +4,13 @@
 (the intake, the dispatcher, the three pipe controllers, the event flags and the token
 table) as `hdl.top.MteDma` wires it, every other block a stand-in. Each pipe's copy
 checker and address generator are those of formal/pipe_stand_ins.py, which keep only
-what the real blocks guarantee (proved of them by `checker_contract_*` and the loop
-nest's `copy_ready_as_announced`); each datapath has its real ports with every output
-free, but for the followed pipe's datapath giving a Completion only while a copy it
-started has none yet (`completion_after_its_start`, as formal/pipe_controller.py assumes
-it); the UB is cut to a few words, as formal/engine.py cuts it. Every input of the engine is free: commands (any words, on any cycle, not
-even held until taken), the slave, `clear_errors`.
+what the real blocks guarantee (proved of them by `checker_contract_*` and
+`addrgen_rows_numbered_*`); each datapath has its real ports with every output free,
+but for the followed pipe's datapath giving a Completion only while a copy it started
+has none yet (`completion_after_its_start`, as formal/pipe_controller.py assumes it);
+the UB is cut to a few words, as formal/engine.py cuts it. Every input of the engine
+is free: commands (any words, on any cycle, not even held until taken), the slave,
+`clear_errors`.
 
 The contract, on the followed pipe: its `completed` count trails the commands the intake
 gave it by exactly the commands the engine still holds for it (in the dispatcher's
