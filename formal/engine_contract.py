@@ -60,10 +60,10 @@ class _FreeOutputs(wiring.Component):
 
 @contextmanager
 def _command_path_alone(stand_ins):
-    """MteDma built with `_FREE_BLOCKS` free, a small UB, and each pipe with the stand-ins of its
-    checker and address generator, which `stand_ins` records by pipe. A mutation that
-    replaces PipeController by a subclass keeps them: the subclass's `__init__` is this
-    one."""
+    """MteDma built with `_FREE_BLOCKS` free, a small UB, and each pipe with the
+    stand-ins of its checker and address generator, which `stand_ins` records by pipe. A
+    mutation that replaces PipeController by a subclass keeps them: the subclass's
+    `__init__` is this one."""
     build_pipe = PipeController.__init__
 
     def with_stand_ins(self, pipe, profile, width_bytes, in_flight):
