@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-# (A RegisteredMultiplier is built here for its signature alone, by _AnyProduct.)
+# (A RegisteredMultiplier is built here for its signature alone, by _any_products.)
 """The whole engine's contracts: given nothing, it issues nothing on m_axi (no ARVALID,
 AWVALID or WVALID) and stays idle, whatever the slave does; given commands, no pipe
 counts a completion it was not given a command for, and idle, each has counted every
@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 from unittest import mock
 
-from amaranth.asserts import AnyConst, AnySeq
+from amaranth.asserts import AnyConst
 from amaranth.hdl import C, Cat, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.utils import exact_log2
@@ -34,7 +34,7 @@ from model.isa import UB_LINE, ErrorCode, Opcode
 
 from .axi4 import Axi4MasterChecker
 from .axi_master import issue_rows_then
-from .inputs import free, free_slave, free_stream, timely_slave
+from .inputs import FreeOutputs, free, free_slave, free_stream, timely_slave
 from .props import add_block, assume, counter, prop
 from .runner import Mutation
 
@@ -51,19 +51,6 @@ def small_ub():
         yield
 
 
-class _AnyProduct(wiring.Component):
-    """A multiplier with RegisteredMultiplier's ports whose product is free on every
-    cycle."""
-
-    def __init__(self, a_bits, b_bits):
-        super().__init__(RegisteredMultiplier(a_bits, b_bits).signature)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.d.comb += self.p.eq(AnySeq(len(self.p)))
-        return m
-
-
 @contextmanager
 def _any_products():
     """The copy checkers' multipliers give any product: every run of the engine is then a
@@ -71,7 +58,9 @@ def _any_products():
     (44 of 18 x 18 bits in the engine) are most of the solver's work, and only the
     checkers' verdicts read them: a group that follows commands to their completion takes
     any verdict, which `checker_contract_*` and the tests pin down."""
-    with mock.patch.object(checker, "RegisteredMultiplier", _AnyProduct):
+    def any_product(a_bits, b_bits):
+        return FreeOutputs(RegisteredMultiplier(a_bits, b_bits))
+    with mock.patch.object(checker, "RegisteredMultiplier", any_product):
         yield
 
 
@@ -116,16 +105,20 @@ def _engine_given_commands(m, width_bytes, mutation):
     return dut, intakes[0]
 
 
+def commands_accepted(m, commands, pipe, width):
+    """How many commands the intake's stream `commands` has given `pipe`, modulo
+    2^`width`."""
+    return counter(m, f"accepted_{pipe.name.lower()}",
+                   commands.valid & commands.ready & (commands.payload.pipe == pipe), width)
+
+
 def _completions_of_accepted(m, dut, intake):
     """Per pipe of the engine `dut`, (name, its `completed` count, the commands `intake`
     gave it), asserting that the count never runs ahead of those commands."""
-    commands = intake.commands
     for pipe in ENGINE_PIPES:
         name = pipe.name.lower()
         completed = getattr(dut, f"status_{name}").completed
-        accepted = counter(m, f"accepted_{name}",
-                           commands.valid & commands.ready & (commands.payload.pipe == pipe),
-                           len(completed))
+        accepted = commands_accepted(m, intake.commands, pipe, len(completed))
         prop(m, f"{name}_completions_only_for_accepted_commands", completed <= accepted)
         yield name, completed, accepted
 

@@ -25,7 +25,6 @@ from contextlib import ExitStack, contextmanager
 from unittest import mock
 
 from amaranth.hdl import Module
-from amaranth.lib import wiring
 from amaranth.lib.wiring import Flow
 
 from hdl import top
@@ -34,28 +33,16 @@ from hdl.pipe.in_flight import COMPLETED_BITS
 from hdl.pipe.pipe import COPY_KIND, PipeController
 from hdl.top import MteDma
 
-from .engine import small_ub
+from .engine import commands_accepted, small_ub
 from .gm_side import queue_entries
-from .inputs import free_ports
+from .inputs import FreeOutputs, free_ports
 from .pipe_controller import pipe_contract
 from .pipe_stand_ins import FreeAddressGenerator, FreeCopyChecker
-from .props import add_block, child, counter, prop
+from .props import add_block, child, prop
 from .runner import Mutation
 
 # The blocks of hdl.top that the harness replaces by their ports, outputs free.
 _FREE_BLOCKS = ("Mte2Datapath", "Mte3Datapath", "UbCopyDatapath")
-
-
-class _FreeOutputs(wiring.Component):
-    """A block's ports, every output free."""
-
-    def __init__(self, block):
-        super().__init__(block.signature)
-
-    def elaborate(self, platform):
-        m = Module()
-        free_ports(m, self, Flow.Out)
-        return m
 
 
 @contextmanager
@@ -75,7 +62,7 @@ def _command_path_alone(stand_ins):
                    checker=lambda *_: checker, address_generator=lambda *_: addrgen)
 
     def freed(cls):
-        return lambda *args: _FreeOutputs(cls(*args))
+        return lambda *args: FreeOutputs(cls(*args))
 
     with ExitStack() as stack:
         stack.enter_context(small_ub())
@@ -99,9 +86,7 @@ def engine_contract_harness(pipe, width_bytes):
         controller = pipe_fragment.origins[0]
         taken, unfinished = pipe_contract(m, pipe_fragment, controller, stand_ins[pipe])
         dispatcher = child(engine, "dispatcher").origins[0]
-        commands = dispatcher.commands
-        accepted = counter(m, f"accepted_{name}", commands.valid & commands.ready
-                           & (commands.payload.pipe == pipe), COMPLETED_BITS)
+        accepted = commands_accepted(m, dispatcher.commands, pipe, COMPLETED_BITS)
         _, queued = queue_entries(m, f"dispatcher_{name}_queue",
                                   child(engine, "dispatcher", f"fifo_{name}"))
         prop(m, f"dispatcher_queue_holds_the_{name}_commands_not_taken",

@@ -1,8 +1,11 @@
 """The free inputs a harness gives its block: values, streams that keep the stream rules,
-GM rows as the address generator sends them, and an AXI slave."""
+GM rows as the address generator sends them, and an AXI slave; and a block's stand-in
+whose outputs are free."""
 
-from amaranth.hdl import Array, Cat, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value
 from amaranth.asserts import AnySeq
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Flow
 from amaranth.utils import exact_log2
 
 from hdl.datapath.legalizer import first_split
@@ -24,6 +27,19 @@ def free_ports(m, component, flow):
     for _, member, value in component.signature.flatten(component):
         if member.flow == flow:
             free(m, Value.cast(value))
+
+
+class FreeOutputs(wiring.Component):
+    """`block`'s ports, every output free on every cycle: with it in the block's place,
+    every run of the design is a run of the harness."""
+
+    def __init__(self, block):
+        super().__init__(block.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        free_ports(m, self, Flow.Out)
+        return m
 
 
 def free_stream(m, name, stream, payload=None):
