@@ -13,6 +13,7 @@ from .runner import run_proof
 def _line(result):
     if result.status == "proved":
         parts = f", {result.parts} parts" if result.parts else ""
+        parts += f", {result.reused} proved before" if result.reused else ""
         verdict = f"proved (k-induction, depth {result.depth}{parts})"
     elif result.status == "bmc":
         verdict = f"bmc depth {result.depth}: no counterexample"
@@ -40,6 +41,9 @@ def main(argv=None):
                         help="groups to run (names or prefixes); default all")
     parser.add_argument("--depth", type=int, default=None,
                         help="override every group's depth (quicker, weaker)")
+    parser.add_argument("--resume", action="store_true",
+                        help="a group proved in parts takes each part an earlier run "
+                             "proved on the same harness (a long proof run on after a stop)")
     args = parser.parse_args(argv)
     proofs = [p for p in PROOFS
               if args.only is None or any(p.group.startswith(o) for o in args.only)]
@@ -51,7 +55,7 @@ def main(argv=None):
     for proof in proofs:
         if args.depth:
             proof = replace(proof, depth=args.depth, mutation_depth=0)
-        result = run_proof(proof)
+        result = run_proof(proof, resume=args.resume)
         print(_line(result), flush=True)
         if result.passed:
             properties += result.properties

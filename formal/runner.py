@@ -1,6 +1,7 @@
 """Runs one proof: the harness to RTLIL, SymbiYosys (yowasp-sby, smtbmc yices) on it, and
 its result with each failing property's name and counterexample trace."""
 
+import hashlib
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ VENV_BIN = Path(sys.executable).parent
 # A proof's or part's limit: twice the longest part's time (aligner_rows_overlapping_w32's
 # dst_tracked_byte_arrives, 17 minutes beside a second solver).
 TIMEOUT_S = 2400
+PROVED_KEY = "proved.key"
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class Result:
     properties: int = 0         # asserted properties in the harness
     induction_stop: tuple = ()  # (property name, VCD path) where induction did not close
     parts: int = 0              # proofs the properties were split into (Proof.split)
+    reused: int = 0             # of them, proved by an earlier run (run_proof's `resume`)
 
     @property
     def passed(self):
@@ -143,16 +146,19 @@ def _failures(log, workdir, names):
     return found, induction_stop
 
 
-def run_proof(proof, mutation=None, root=Path("sim_build/formal")):
+def run_proof(proof, mutation=None, root=Path("sim_build/formal"), resume=False):
     """Proves `proof` (on the block mutated by `mutation`, if given) in its own
-    directory under `root`; returns a Result."""
+    directory under `root`; returns a Result. With `resume`, a split proof keeps its
+    directory and takes as proved each part an earlier run proved on the same harness
+    and script, so a proof of hours can be stopped and run on."""
     label = proof.group + (f"__{mutation.name}" if mutation else "")
     if mutation and proof.mutation_depth:
         proof = replace(proof, mode="bmc", depth=proof.mutation_depth)
     split = proof.split is not None and proof.mode == "prove" and mutation is None
     workdir = (root / label).resolve()
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
+    if not (split and resume):
+        shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     # Sub-blocks elaborate as the design converts: inside the context too.
     with each_also_assumed_a_cycle_late() if split else nullcontext():
@@ -161,7 +167,8 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal")):
     cells = _check_cells(il_text)
     names = _check_names(cells)
     if split:
-        return _run_parts(proof, label, workdir, _parts(cells, proof.split), names, start)
+        return _run_parts(proof, label, workdir, _parts(cells, proof.split), names, start,
+                          resume)
     log = _sby(workdir, _sby_text(proof.mode, proof.depth))
     return _result(proof, label, workdir, log, names, time.monotonic() - start)
 
@@ -195,16 +202,27 @@ def _result(proof, label, workdir, log, names, seconds):
                   induction_stop=induction_stop or ())
 
 
-def _run_parts(proof, label, workdir, parts, names, start):
+def _run_parts(proof, label, workdir, parts, names, start, resume):
     """Proof.split: each of `parts` (_parts) proved in a directory of its own, as many at
-    once as there are CPUs; the group's Result, failures and log gathered from them."""
+    once as there are CPUs; the group's Result, failures and log gathered from them. A
+    proved part leaves PROVED_KEY, the hash of its harness and script, which `resume`
+    takes instead of proving the part again."""
+    harness = (workdir / "harness.il").read_bytes()
 
     def run_part(part, removed):
         partdir = workdir / part
+        sby_text = _sby_text(proof.mode, proof.depth, removed)
+        key = hashlib.sha256(harness + sby_text.encode()).hexdigest()
+        proved_key = partdir / PROVED_KEY
+        if resume and proved_key.is_file() and proved_key.read_text() == key:
+            return Result(f"{label}/{part}", "proved", 0, proof.depth, reused=1)
+        shutil.rmtree(partdir, ignore_errors=True)
         partdir.mkdir()
         os.link(workdir / "harness.il", partdir / "harness.il")
-        log = _sby(partdir, _sby_text(proof.mode, proof.depth, removed))
-        return _result(proof, f"{label}/{part}", partdir, log, names, 0)
+        result = _result(proof, f"{label}/{part}", partdir, _sby(partdir, sby_text), names, 0)
+        if result.passed:
+            proved_key.write_text(key)
+        return result
 
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         results = list(pool.map(lambda part: run_part(*part), parts.items()))
@@ -218,4 +236,4 @@ def _run_parts(proof, label, workdir, parts, names, start):
               else "unclosed" if "unclosed" in statuses else "error")
     return Result(label, status, seconds, proof.depth, failures, log,
                   len(set(names.values())) if status == "proved" else 0,
-                  stops[0] if stops else (), len(parts))
+                  stops[0] if stops else (), len(parts), sum(r.reused for r in results))

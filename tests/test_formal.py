@@ -2,6 +2,7 @@
 induction (their mutations in tests/test_formal_mutations.py: pytest-xdist hands a
 worker a file at a time, so the two halves run side by side)."""
 
+from dataclasses import replace
 from pathlib import Path
 from unittest import mock
 
@@ -127,6 +128,30 @@ def test_split_proof_takes_the_other_parts_up_to_the_cycle_before(tmp_path):
     with mock.patch.object(props, "prop", _assumed_on_the_cycle_checked):
         broken = run_proof(split("toggling_broken", _toggling_twice), root=tmp_path)
     assert broken.status == "proved"
+
+
+def _swapped_pair_one_inverted(mutation):
+    """_swapped_pair's properties on registers where one inverts the other: both false."""
+    m = Module()
+    first, second = Signal(), Signal()
+    m.d.sync += [first.eq(~second), second.eq(first)]
+    props.prop(m, "first_zero", first == 0)
+    props.prop(m, "second_zero", second == 0)
+    return m
+
+
+def test_resume_takes_only_the_parts_proved_on_the_same_harness(tmp_path):
+    """`resume` takes a part an earlier run proved, and only on the same harness: the
+    pair's false twin, its parts named alike, is run again, and not proved."""
+    proof = Proof("pair", _swapped_pair, "prove", 1, split=lambda prop_name: prop_name)
+    first = run_proof(proof, root=tmp_path, resume=True)
+    assert first.status == "proved" and first.reused == 0
+    again = run_proof(proof, root=tmp_path, resume=True)
+    assert again.status == "proved" and (again.parts, again.reused) == (2, 2)
+    twin = run_proof(replace(proof, build=_swapped_pair_one_inverted), root=tmp_path,
+                     resume=True)
+    assert twin.status != "proved" and twin.reused == 0
+    assert run_proof(proof, root=tmp_path).reused == 0
 
 
 def test_every_group_has_a_mutation():
