@@ -153,11 +153,12 @@ BIT_SLICES_MUTATION_DEPTH = 2
 # Rows overlapping in the aligner, at 1 bit a lane (the block is bit-sliced, as for
 # aligner_any_bit_w*). At W = 8, 16 and 32 k-induction closes at depth 1 with the
 # harness's invariant, proved a part at a time (Proof.split); all at once, its induction
-# step did not end in 20 minutes at W = 8. At 32 its 96 parts take 68 minutes on two
-# cores, each at least 42 s, the longest 17 minutes (dst_tracked_byte_arrives), each about
-# two to three times its time at 16. From 64 on: BMC from reset, past the cycles where
-# a row taken at step 1 has its words out (the rotator's mutation shows at step 7 at 64,
-# 8 at 128) and rows taken after it are set up and rotating. Each step takes about ten
+# step did not end in 20 minutes at W = 8. At 32 its 96 parts took 68 minutes on two
+# cores, each at least 42 s as each read and prepared the harness itself, the longest 17
+# minutes (dst_tracked_byte_arrives), each about two to three times its time at 16. From
+# 64 on: BMC from reset, past the cycles where a row taken at step 1 has its words out
+# (the rotator's mutation shows at step 7 at 64, 8 at 128) and rows taken after it are
+# set up and rotating. Each step takes about ten
 # times the one before: at 64 the ninth about 10 minutes, at 128 (a rotator stage more,
 # so less reaches the merge by then) the first 9 64 s and the tenth over 15 minutes,
 # each beside a second solver.
@@ -165,9 +166,9 @@ ALIGNER_STREAM_LANE_BITS = 1
 ALIGNER_STREAM_PROVED = (8, 16, 32)
 ALIGNER_STREAM_DEPTH = {64: 9, 128: 9}
 WHY_ALIGNER_STREAM_BMC = ("its induction a part at a time, proved at W = 8, 16 and 32, "
-                          "takes hours at 64: at 32 its parts take 68 minutes on two "
-                          "cores; at 64 the output queue's first entry's tracked bit "
-                          "alone ran past a part's limit of 40 minutes (565 s at 32)")
+                          "takes many hours at 64: there the output queue's first "
+                          "entry's tracked bit alone ran past 100 minutes (565 s at 32) "
+                          "and the rotator's first stage past 48")
 # At W = 8 and 16 the mutations run to 11, which holds a row lost from the row queue (it
 # shows at step 10, as the row behind it leaves); at 32 to 10, which holds the merge's
 # `first` kept on a new row (it shows at step 9 at 16 and 32; the eleventh step costs
