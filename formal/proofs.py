@@ -167,8 +167,8 @@ ALIGNER_STREAM_PROVED = (8, 16, 32)
 ALIGNER_STREAM_DEPTH = {64: 9, 128: 9}
 WHY_ALIGNER_STREAM_BMC = ("its induction a part at a time, proved at W = 8, 16 and 32, "
                           "takes many hours at 64: there the output queue's first "
-                          "entry's tracked bit alone ran past 100 minutes (565 s at 32) "
-                          "and the rotator's first stage past 48")
+                          "entry's tracked bit alone took 110 minutes (565 s at 32) "
+                          "and the rotator's first stage ran past 54")
 # At W = 8 and 16 the mutations run to 11, which holds a row lost from the row queue (it
 # shows at step 10, as the row behind it leaves); at 32 to 10, which holds the merge's
 # `first` kept on a new row (it shows at step 9 at 16 and 32; the eleventh step costs
