@@ -151,39 +151,36 @@ ALIGNER_GROUP_NAME = {8: "aligner_any_byte", 1: "aligner_any_bit"}
 BIT_SLICES_DEPTH = 1
 BIT_SLICES_MUTATION_DEPTH = 2
 # Rows overlapping in the aligner, at 1 bit a lane (the block is bit-sliced, as for
-# aligner_any_bit_w*). At W = 8, 16 and 32 k-induction closes at depth 1 with the
-# harness's invariant, proved a part at a time (Proof.split); all at once, its induction
-# step did not end in 20 minutes at W = 8. At 32 its 96 parts took 68 minutes on two
-# cores, each at least 42 s as each read and prepared the harness itself, the longest 17
-# minutes (dst_tracked_byte_arrives), each about two to three times its time at 16. From
-# 64 on: BMC from reset, past the cycles where a row taken at step 1 has its words out
-# (the rotator's mutation shows at step 7 at 64, 8 at 128) and rows taken after it are
-# set up and rotating. Each step takes about ten
-# times the one before: at 64 the ninth about 10 minutes, at 128 (a rotator stage more,
-# so less reaches the merge by then) the first 9 64 s and the tenth over 15 minutes,
-# each beside a second solver.
+# aligner_any_bit_w*). At W = 8 to 64 k-induction closes at depth 1 with the harness's
+# invariant, proved a part at a time (Proof.split); all at once, its induction step did
+# not end in 20 minutes at W = 8. At 128 the harness does not fit YoWASP's Yosys: BMC
+# from reset there, past the cycles where a row taken at step 1 has its words out (the
+# rotator's mutation shows at step 8) and rows taken after it are set up and rotating.
 ALIGNER_STREAM_LANE_BITS = 1
-ALIGNER_STREAM_PROVED = (8, 16, 32)
-ALIGNER_STREAM_DEPTH = {64: 9, 128: 9}
-WHY_ALIGNER_STREAM_BMC = ("its induction a part at a time, proved at W = 8, 16 and 32, "
-                          "takes many hours at 64: there the output queue's first "
-                          "entry's tracked bit alone took 110 minutes (565 s at 32) "
-                          "and the rotator's first stage ran past 54")
+# Bitwuzla answers this harness's largest steps many times faster than yices: at W = 64
+# the rotator's first stage in 58 s, where yices had not answered in 74 minutes.
+ALIGNER_STREAM_SOLVER = "bitwuzla"
+ALIGNER_STREAM_PROVED = (8, 16, 32, 64)
+ALIGNER_STREAM_DEPTH = {128: 9}
+WHY_ALIGNER_STREAM_BMC = ("its induction a part at a time, proved at W = 8 to 64, does "
+                          "not fit at 128: Yosys, in WebAssembly's 4 GB, runs out of "
+                          "memory preparing its 125 MB harness")
 # At W = 8 and 16 the mutations run to 11, which holds a row lost from the row queue (it
 # shows at step 10, as the row behind it leaves); at 32 to 10, which holds the merge's
-# `first` kept on a new row (it shows at step 9 at 16 and 32; the eleventh step costs
-# about ten times the tenth); at 64 and 128 the rotator's alone.
+# `first` kept on a new row (it shows at step 9 at 16 and 32; with yices the eleventh
+# step cost about ten times the tenth); at 64 to 9 and at 128 to the group's 9, the
+# rotator's alone.
 PROVED_STREAM_MUTATIONS = ((ROTATOR_OFF, FIRST_KEPT, ROW_QUEUE_SHORT), 11)
 ALIGNER_STREAM_MUTATIONS = {8: PROVED_STREAM_MUTATIONS, 16: PROVED_STREAM_MUTATIONS,
-                            32: ((ROTATOR_OFF, FIRST_KEPT), 10), 64: ((ROTATOR_OFF,), 0),
+                            32: ((ROTATOR_OFF, FIRST_KEPT), 10), 64: ((ROTATOR_OFF,), 9),
                             128: ((ROTATOR_OFF,), 0)}
 
 
 # The families of the rows-overlapping induction proved a register at a time: each
 # follows a row or a word through one register, and together their parts outgrow the
-# solver (at W = 8 the row queue's slots take about 45 s each, 8 together over 25
-# minutes; a history row 13 s, 32 together over 5 minutes; at W = 32 the output queue's
-# two entries 95 s and 68 s, together over 20 minutes).
+# solver (with yices, at W = 8 the row queue's slots took about 45 s each, 8 together
+# over 25 minutes; a history row 13 s, 32 together over 5 minutes; at W = 32 the output
+# queue's two entries 95 s and 68 s, together over 20 minutes).
 ALIGNER_STREAM_PER_REGISTER = ("aligner_row_queue_slot_holds_its_row", "history_row_chains",
                                "aligner_setup_register_holds_its_row",
                                "aligner_rotator_holds_its_word",
@@ -205,9 +202,10 @@ def _aligner_stream_proof(width):
     harness = aligner_stream_harness(width, ALIGNER_STREAM_LANE_BITS, invariant=proved)
     if proved:
         return Proof(group, harness, "prove", 1, mutations, mutation_depth=mutation_depth,
-                     split=_aligner_stream_part)
+                     split=_aligner_stream_part, solver=ALIGNER_STREAM_SOLVER)
     return Proof(group, harness, "bmc", ALIGNER_STREAM_DEPTH[width], mutations,
-                 WHY_ALIGNER_STREAM_BMC, mutation_depth=mutation_depth)
+                 WHY_ALIGNER_STREAM_BMC, mutation_depth=mutation_depth,
+                 solver=ALIGNER_STREAM_SOLVER)
 
 
 # A stage's turn is a mux tree, no register: its check holds on every cycle.

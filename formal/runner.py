@@ -1,5 +1,6 @@
-"""Runs one proof: the harness to RTLIL, SymbiYosys (yowasp-sby, smtbmc yices) on it, and
-its result with each failing property's name and counterexample trace."""
+"""Runs one proof: the harness to RTLIL, SymbiYosys (yowasp-sby, smtbmc with yices or
+bitwuzla) on it, and its result with each failing property's name and counterexample
+trace."""
 
 import hashlib
 import os
@@ -49,7 +50,8 @@ class Proof:
     of a property's name that names its part (such as `family`), each part is proved
     on its own, every other property assumed up to the cycle before the one checked
     (props.each_also_assumed_a_cycle_late), for an invariant too large for the solver
-    in one piece; the group is proved when every part is."""
+    in one piece; the group is proved when every part is. `solver` is smtbmc's: "yices"
+    (yices-smt2) or "bitwuzla" (formal/bitwuzla_smt2.py)."""
     group: str
     build: object
     mode: str
@@ -58,6 +60,7 @@ class Proof:
     why_bmc: str = ""
     mutation_depth: int = 0
     split: object = None
+    solver: str = "yices"
 
 
 @dataclass
@@ -79,10 +82,11 @@ class Result:
         return self.status in ("proved", "bmc")
 
 
-def _sby_text(mode, depth, removed=(), design=HARNESS):
-    """The sby file: on the harness, prepared as PREPARE says; or, `design` PREPARED, on
-    the harness prepared once for every part of a split proof (_prepare), the check cells
-    numbered in `removed` left out (each there, or yosys stops)."""
+def _sby_text(mode, depth, solver, removed=(), design=HARNESS):
+    """The sby file, smtbmc with `solver`: on the harness, prepared as PREPARE says; or,
+    `design` PREPARED, on the harness prepared once for every part of a split proof
+    (_prepare), the check cells numbered in `removed` left out (each there, or yosys
+    stops)."""
     cells = " ".join(f"top/${n}" for n in removed)
     remove = (f"select -assert-count {len(removed)} {cells}\nchformal -remove {cells}\n"
               if removed else "")
@@ -92,7 +96,7 @@ mode {mode}
 depth {depth}
 
 [engines]
-smtbmc --unroll --nopresat yices
+smtbmc --unroll --nopresat {solver}
 
 [script]
 read_rtlil {design}
@@ -188,7 +192,7 @@ def run_proof(proof, mutation=None, root=Path("sim_build/formal"), resume=False)
     if split:
         return _run_parts(proof, label, workdir, _parts(cells, proof.split), names, start,
                           resume)
-    log = _sby(workdir, _sby_text(proof.mode, proof.depth))
+    log = _sby(workdir, _sby_text(proof.mode, proof.depth, proof.solver))
     return _result(proof, label, workdir, log, names, time.monotonic() - start)
 
 
@@ -243,13 +247,12 @@ def _run_parts(proof, label, workdir, parts, names, start, resume):
     """Proof.split: each of `parts` (_parts) proved in a directory of its own on the
     harness prepared once (_prepare), as many at once as there are CPUs; the group's
     Result, failures and log gathered from them. A proved part leaves PROVED_KEY, the
-    hash of its harness and script, which `resume` takes instead of proving the part
-    again."""
+    hash of its harness and script (_part_key), which `resume` takes instead of proving
+    the part again."""
     harness = (workdir / HARNESS).read_bytes()
-    scripts = {part: _sby_text(proof.mode, proof.depth, removed, PREPARED)
+    scripts = {part: _sby_text(proof.mode, proof.depth, proof.solver, removed, PREPARED)
                for part, removed in parts.items()}
-    keys = {part: hashlib.sha256(harness + script.encode()).hexdigest()
-            for part, script in scripts.items()}
+    keys = {part: _part_key(harness, script) for part, script in scripts.items()}
     taken = {part for part in parts if resume and _proved_key(workdir / part) == keys[part]}
     failure = _prepare(workdir) if len(taken) < len(parts) else None
     if failure:
@@ -271,6 +274,13 @@ def _run_parts(proof, label, workdir, parts, names, start, resume):
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         results = list(pool.map(run_part, parts))
     return _gathered(label, proof, results, names, time.monotonic() - start)
+
+
+def _part_key(harness, script):
+    """A part's PROVED_KEY: the hash of its harness and its script but the solver, so a
+    part proved by one solver is taken by a run with another."""
+    checks = re.sub(r"\[engines\]\n[^\n]*\n", "", script)
+    return hashlib.sha256(harness + checks.encode()).hexdigest()
 
 
 def _proved_key(partdir):

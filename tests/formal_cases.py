@@ -2,10 +2,11 @@
 a mutation caught with the property's name and a counterexample VCD."""
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from formal.proofs import AXI_WIDTH, FAST_AXI_OUTSTANDING, PROOFS, axi_proofs
-from formal.runner import Proof, run_proof
+from formal.runner import run_proof
 
 # The AXI groups at W = 8 and 2 outstanding bursts; make formal proves them at every W
 # and the engine's 8.
@@ -19,7 +20,7 @@ def check_proved(tmp_path, group, depth, properties):
     `properties` properties."""
     proof = BY_GROUP[group]
     if depth is not None:
-        proof = Proof(proof.group, proof.build, "prove", depth)
+        proof = replace(proof, mode="prove", depth=depth)
     result = run_proof(proof, root=tmp_path)
     assert result.status == "proved", result.log[-2000:]
     assert result.properties >= properties
@@ -29,8 +30,7 @@ def check_mutation_caught(tmp_path, group, mutation, expected):
     """BMC to QUICK_DEPTH fails on the group's `mutation`, naming a property that
     matches `expected`, each failure with its VCD."""
     proof = BY_GROUP[group]
-    proof = Proof(proof.group, proof.build, "bmc", QUICK_DEPTH, proof.mutations,
-                  proof.why_bmc)
+    proof = replace(proof, mode="bmc", depth=QUICK_DEPTH, mutation_depth=0, split=None)
     broken = next(m for m in proof.mutations if m.name == mutation)
     result = run_proof(proof, broken, root=tmp_path)
     assert result.status == "failed", result.log[-2000:]

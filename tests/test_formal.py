@@ -3,6 +3,7 @@ induction (their mutations in tests/test_formal_mutations.py: pytest-xdist hands
 worker a file at a time, so the two halves run side by side)."""
 
 import os
+import re
 import signal
 import threading
 import time
@@ -59,9 +60,10 @@ def test_proved_by_induction(tmp_path, group, depth, properties):
     check_proved(tmp_path, group, depth, properties)
 
 
-def test_counter_proved_by_induction_and_broken_one_fails(tmp_path):
-    """The flow itself: k-induction closes on a true invariant, and a false one fails
-    with its own name, not a cell number."""
+@pytest.mark.parametrize("solver", ["yices", "bitwuzla"])
+def test_counter_proved_by_induction_and_broken_one_fails(tmp_path, solver):
+    """The flow itself, with each solver: k-induction closes on a true invariant, and a
+    false one fails with its own name, not a cell number, and its trace."""
     def counter(limit):
         def build(mutation):
             m = Module()
@@ -72,11 +74,19 @@ def test_counter_proved_by_induction_and_broken_one_fails(tmp_path):
             prop(m, "count_below_limit", count < limit)
             return m
         return build
-    proved = run_proof(Proof("counter", counter(10), "prove", 4), root=tmp_path)
+    proved = run_proof(Proof("counter", counter(10), "prove", 4, solver=solver),
+                       root=tmp_path)
     assert proved.status == "proved" and proved.properties == 1
-    failed = run_proof(Proof("counter_bad", counter(9), "prove", 12), root=tmp_path)
+    failed = run_proof(Proof("counter_bad", counter(9), "prove", 12, solver=solver),
+                       root=tmp_path)
     assert failed.status == "failed"
     assert [name for name, _ in failed.failures] == ["count_below_limit"]
+    assert f"smtbmc --unroll --nopresat {solver}" in failed.log
+    # The counterexample, from the solver's values: the count from reset up to 9.
+    trace = Path(failed.failures[0][1]).read_text()
+    code = re.search(r"\$var wire 4 (\S+) count \$end", trace)[1]
+    counts = re.findall(rf"^b([01]+) {re.escape(code)}$", trace, re.M)
+    assert [int(count, 2) for count in counts] == list(range(10))
 
 
 def test_unclosed_induction_names_the_property_it_stops_at(tmp_path):
@@ -138,13 +148,19 @@ def test_split_proof_takes_the_other_parts_up_to_the_cycle_before(tmp_path):
 
 
 def test_resume_takes_only_the_parts_proved_on_the_same_harness(tmp_path):
-    """`resume` takes a part an earlier run proved, and only on the same harness: the
-    pair's false twin, its parts named alike, is run again, and not proved."""
+    """`resume` takes a part an earlier run proved, with any solver, and only on the
+    same harness and script: the pair's false twin, its parts named alike, is run
+    again, and not proved."""
     proof = Proof("pair", _swapped_pair, "prove", 1, split=lambda prop_name: prop_name)
     first = run_proof(proof, root=tmp_path, resume=True)
     assert first.status == "proved" and first.reused == 0
     again = run_proof(proof, root=tmp_path, resume=True)
     assert again.status == "proved" and (again.parts, again.reused) == (2, 2)
+    # A part's proof does not depend on the solver that found it; it does on its depth.
+    other_solver = run_proof(replace(proof, solver="bitwuzla"), root=tmp_path, resume=True)
+    assert other_solver.status == "proved" and other_solver.reused == 2
+    deeper = run_proof(replace(proof, depth=2), root=tmp_path, resume=True)
+    assert deeper.status == "proved" and deeper.reused == 0
     twin = replace(proof, build=partial(_swapped_pair, inverted=True))
     twin = run_proof(twin, root=tmp_path, resume=True)
     assert twin.status != "proved" and twin.reused == 0
