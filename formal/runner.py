@@ -19,9 +19,9 @@ from amaranth.back import rtlil
 from .props import A_CYCLE_LATE, each_also_assumed_a_cycle_late
 
 VENV_BIN = Path(sys.executable).parent
-# A proof's or part's limit: twice the longest part's time (aligner_rows_overlapping_w32's
-# dst_tracked_byte_arrives, 17 minutes beside a second solver).
-TIMEOUT_S = 2400
+# A proof's or part's limit: over twice the longest one's time (aligner_bit_slices_w128,
+# 24 minutes beside a `make test`, then alone; it ran past 40 on two cores seven deep).
+TIMEOUT_S = 3600
 # A tool's time to stop (sby its solvers), once past the limit, before it is killed.
 SBY_STOP_S = 30
 PROVED_KEY = "proved.key"
