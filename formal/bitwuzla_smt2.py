@@ -1,8 +1,7 @@
 """`bitwuzla --lang smt2`, as yosys-smtbmc runs it: SMT-LIB2 commands on stdin, answers
 on stdout, one command at a time. The bitwuzla wheel has the solver and its SMT-LIB2
 parser but no command-line program; this is that program, so sby's `smtbmc bitwuzla`
-runs pip-only. (On the rows-overlapping aligner's largest induction steps it answers
-in about a quarter of yices's time.)"""
+runs pip-only."""
 
 import ctypes
 import re
