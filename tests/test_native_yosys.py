@@ -30,15 +30,15 @@ end
 """
 
 
-def _yosys(script, cwd):
-    return subprocess.run([sys.executable, "-m", "formal.native_yosys", script], cwd=cwd,
+def _yosys(cwd, *argv):
+    return subprocess.run([sys.executable, "-m", "formal.native_yosys", *argv], cwd=cwd,
                           capture_output=True, text=True)
 
 
 def test_runs_the_commands_in_order_on_one_design(tmp_path):
     (tmp_path / "in.il").write_text(COUNTER)
-    done = _yosys("read_rtlil in.il; prep -top top; select -assert-count 1 t:$dff; "
-                  "write_rtlil out.il", tmp_path)
+    done = _yosys(tmp_path, "read_rtlil in.il; prep -top top; "
+                  "select -assert-count 1 t:$dff; write_rtlil out.il")
     assert done.returncode == 0, done.stdout + done.stderr
     written = (tmp_path / "out.il").read_text()
     assert "module \\top" in written and "$add" in written
@@ -46,8 +46,8 @@ def test_runs_the_commands_in_order_on_one_design(tmp_path):
 
 def test_a_failing_command_ends_the_script_with_exit_1(tmp_path):
     (tmp_path / "in.il").write_text(COUNTER)
-    done = _yosys("read_rtlil in.il; select -assert-count 2 t:$dff; write_rtlil out.il",
-                  tmp_path)
+    done = _yosys(tmp_path, "read_rtlil in.il; select -assert-count 2 t:$dff; "
+                  "write_rtlil out.il")
     assert done.returncode == 1
     assert "ERROR" in done.stdout + done.stderr
     assert not (tmp_path / "out.il").exists()
@@ -55,6 +55,5 @@ def test_a_failing_command_ends_the_script_with_exit_1(tmp_path):
 
 def test_usage_exits_2(tmp_path):
     for argv in ([], ["-p", "help"], ["help", "help"]):
-        done = subprocess.run([sys.executable, "-m", "formal.native_yosys", *argv],
-                              cwd=tmp_path, capture_output=True, text=True)
+        done = _yosys(tmp_path, *argv)
         assert done.returncode == 2 and "usage" in done.stderr
