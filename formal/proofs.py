@@ -59,7 +59,8 @@ ENGINE_DEPTH = 24               # 76 to 144 s: given nothing, the engine stays s
 # checkers' products free yices takes about 90 s to depth 12, each step about 2.5 times
 # the one before (with the real products, 93 to 227 s to depth 10); with at most two
 # commands given, 89 s to depth 14, each step about 1.8 times the one before, so depth 24
-# is days away. Bitwuzla is no faster (111 s to depth 12), nor is the R data held at 0.
+# is days away. Bitwuzla is no faster (111 s to depth 12), nor is the R data held at 0,
+# nor narrower commands, copies or slave (docs/formal.md, "What is not proved").
 COMPLETIONS_DEPTH = 12
 # The engine's command path with stand-ins (formal/engine_contract.py) closes by
 # k-induction at 2, as the pipe controller's; its mutations' BMC: a command routed to the
