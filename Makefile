@@ -19,7 +19,7 @@ export SIM WAVES
 
 FUZZ_EXAMPLES ?= 5000
 
-.PHONY: all venv test fuzz formal sim soak sim-icarus fpga-sim bench-model verilog lint bench fpga fpga-blocks clean
+.PHONY: all venv test test-long fuzz formal sim soak sim-icarus fpga-sim bench-model verilog lint bench fpga fpga-blocks clean
 
 all: test
 
@@ -34,9 +34,17 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Every test, on every core (pytest-xdist); the cocotb builds are shared under a lock.
+# Every test but the long ones, on every core (pytest-xdist); the cocotb builds are
+# shared under a lock.
 test: $(STAMP)
-	$(VPY) -m pytest -q -n auto
+	$(VPY) -m pytest -q -n auto -m "not long"
+
+# The long tests (marked `long`): the whole engine at W = 8 and through its UB port, its
+# timing in the Amaranth simulator, the Verilog lints, the FPGA top's programs and a Yosys
+# check of it, synthesized blocks' registers, the aligner's samples at W = 64 and 128.
+# CI runs them after make test.
+test-long: $(STAMP)
+	$(VPY) -m pytest -q -n auto -m long
 
 # tests/test_fuzz.py with FUZZ_EXAMPLES examples per test where make test runs 60:
 # programs drawn from the grammar and damaged, arbitrary bytes, arbitrary option values

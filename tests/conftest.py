@@ -9,20 +9,23 @@ the one-test files that simulate for minutes would come last).
 
 import os
 
-# The files that take the most CPU alone (pytest -n 0, cold builds, on this 2-core
-# machine): the engine's regression at W = 32 with its build (about 140 s), the whole
-# engine in the Amaranth simulator with the two lints (about 120 s), the FPGA top's build
-# and run (about 100 s), the aligner at every W (about 100 s) and the regression at W = 8
-# with its build (about 80 s). A worker takes a file while it has at most two tests
-# waiting, so the first worker runs the first and third files, the second the second,
-# fourth and fifth: each Verilator model is built by one worker, before any other file
-# needs it.
+# The files that take the most CPU (pytest -n 0, cold builds, on this 2-core machine), in
+# `make test`: the engine's regression at W = 32 with its build (about 130 s), the fast
+# formal subset (about 120 s), the whole engine's functions in the Amaranth simulator
+# (about 100 s), the copy checker against the rules (about 90 s), the aligner at every W
+# but its sample at 128 (about 50 s); in `make test-long`: the FPGA top's build and run
+# (about 130 s), the regression at W = 8 with its build (about 120 s), the whole
+# engine's timing and lints (about 210 s in test_hdl_top.py). Each Verilator model is
+# built by the first worker to need it and found built by the other through the lock.
 LONGEST_FIRST = [
     "test_cocotb.py",
+    "test_formal.py",
     "test_hdl_top.py",
     "test_cocotb_fpga.py",
-    "test_hdl_aligner.py",
     "test_cocotb_narrow.py",
+    "test_hdl_checker.py",
+    "test_hdl_aligner.py",
+    "test_formal_mutations.py",
 ]
 
 # Runs of a few programs: the Verilator models compile at -O0 (tb/run.py's quick_build).

@@ -229,6 +229,7 @@ def test_unknown_corpus_program_is_a_usage_error(monkeypatch, capsys):
         ("software_loops", "0", "0")
 
 
+@pytest.mark.long
 def test_the_port_runs_the_regression_too():
     """`--ub-access port`: the test port, part of the design, loads and reads UB."""
     runner, build_dir = tb_run.build("verilator", "a5", 32, waves=False)
@@ -249,6 +250,7 @@ def backdoor_matches_port(profile, width):
     assert result.ran == ["backdoor_matches_port"] and not result.failed
 
 
+@pytest.mark.long
 def test_ub_backdoor_matches_the_port():
     """At the widest UB word of the suite (the narrowest: tests/test_cocotb_narrow.py)."""
     backdoor_matches_port("a5", 32)

@@ -16,6 +16,7 @@ from tb import fpga_run
 PROFILE = "kirin9030"
 
 
+@pytest.mark.long
 def test_cpu_drives_the_fpga_top():
     runner, build_dir = fpga_run.build(PROFILE)
     outcome = fpga_run.run(runner, build_dir, PROFILE)

@@ -1,10 +1,14 @@
 """The whole engine at W = 8 in cocotb, launched from pytest: a file of its own, so that
 under pytest-xdist (`--dist loadfile`) its build and runs go beside tests/test_cocotb.py's
-rather than after them, and only this file's worker builds it."""
+rather than after them, and only this file's worker builds it. Long: `make test-long`
+runs it, `make test` the engine at W = 32 alone."""
 
+import pytest
 from test_cocotb import _failures, backdoor_matches_port
 
 from tb import run as tb_run
+
+pytestmark = pytest.mark.long
 
 
 def test_a_narrow_bus_runs_long_copies_behind_a_full_queue():

@@ -36,6 +36,7 @@ def check_cleanly(directory, top):
     assert "Found and reported 0 problems." in (directory / "yosys.log").read_text()
 
 
+@pytest.mark.long
 def test_fpga_top_synthesizes_cleanly(tmp_path):
     write_verilog(MteDmaFpga(PROFILE, WIDTH), TOP, tmp_path / f"{TOP}.v")
     check_cleanly(tmp_path, TOP)

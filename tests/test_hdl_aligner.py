@@ -136,7 +136,9 @@ def test_every_offset_pair_w32_full_rate():
     assert cycles <= min_cycles(width, rows) + latency(width)
 
 
-@pytest.mark.parametrize("width, sampled", [(16, 1.0), (64, 0.3), (128, 0.03)])
+@pytest.mark.parametrize("width, sampled", [
+    (16, 1.0), pytest.param(64, 0.3, marks=pytest.mark.long),
+    pytest.param(128, 0.03, marks=pytest.mark.long)])
 def test_sampled_offsets_full_rate(width, sampled):
     rng = random.Random(width)
     # A `sampled` fraction of the (src_off, dst_off) pairs, and every pair with an offset

@@ -228,6 +228,7 @@ def synthesized(tmp_path_factory):
                              tmp_path_factory.mktemp("checker"))
 
 
+@pytest.mark.long
 def test_count_flags_start_at_the_held_request(synthesized):
     """After synth_ecp5, empty, each count > 1 and == 2 (compares of up to 84 bits) and
     whether the second row ends each loop level are worked out from the checker's held
@@ -241,6 +242,7 @@ def test_count_flags_start_at_the_held_request(synthesized):
         assert sources and not request & sources, name
 
 
+@pytest.mark.long
 def test_evaluation_advances_on_a_register(synthesized):
     """After synth_ecp5, every register of the evaluation's request stages loads on one
     flip-flop's output (the skid register's valid, inverted at the flip-flops' CE), with

@@ -736,6 +736,7 @@ def gm_latency(shape):
     return 0 if shape == "ub_to_ub" else GM_LATENCY
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("shape", ["gm_to_ub", "gm_to_ub_padded", "ub_to_gm", "ub_to_ub"])
 def test_one_copy_within_the_latency_budget(shape):
     """A copy of 32 rows, 128 bytes each on both sides (128 GM and 128 UB beats; the
@@ -748,6 +749,7 @@ def test_one_copy_within_the_latency_budget(shape):
         cycles - gm_latency(shape) - beats
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("shape", ["gm_to_ub", "ub_to_gm", "ub_to_ub"])
 def test_back_to_back_copies_add_only_their_beats(shape):
     """Four copies of 4 rows of 128 bytes, their words pushed one per cycle: each copy
@@ -771,6 +773,7 @@ def short_copy(shape, index):
             "ub_to_ub": ub_to_ub(index * W, 0x2000 + index * W, 1, W // 32)}[shape]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("shape", ["gm_to_ub", "ub_to_gm", "ub_to_ub"])
 def test_short_copies_run_one_per_cycle(shape):
     """Copies of one beat, whole commands offered one per cycle: the checker, the address
@@ -784,6 +787,7 @@ def test_short_copies_run_one_per_cycle(shape):
     assert cycles == one + SHORT_COPIES - 1, (cycles, one)
 
 
+@pytest.mark.long
 def test_one_beat_copies_fill_the_bursts_in_flight():
     """With N = 32 bursts in flight a pipe keeps layouts.in_flight_depth(32) = 40 copies
     between its address generator and their completions: 32 one-beat copies at L = 200,
@@ -808,6 +812,7 @@ def test_in_flight_depth_follows_the_bursts_in_flight():
 LINTED = {"mte_dma": (tb_run.BUILD, "a5"), "mte_dma_fpga": (fpga_run.BUILD, "kirin9030")}
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("module", sorted(LINTED))
 def test_generated_verilog_lints(module):
     """`make verilog [TOP=fpga]`'s generator (through tb.run's cache, which the cocotb
@@ -825,6 +830,7 @@ def test_generated_verilog_lints(module):
     assert lint.returncode == 0, lint.stderr[-4000:]
 
 
+@pytest.mark.long
 def test_completed_count_reads_its_own_step_registers(tmp_path):
     """After synth_ecp5, the completed count is worked out from itself, the Completion's
     `valid` and a step register of its own (kept apart from the "an end waits" register
