@@ -9,14 +9,15 @@ the one-test files that simulate for minutes would come last).
 
 import os
 
-# The files that take the most CPU (pytest -n 0, cold builds, on this 2-core machine), in
-# `make test`: the engine's regression at W = 32 with its build (about 130 s), the fast
-# formal subset (about 120 s), the whole engine's functions in the Amaranth simulator
-# (about 100 s), the copy checker against the rules (about 90 s), the aligner at every W
-# but its sample at 128 (about 50 s); in `make test-long`: the FPGA top's build and run
-# (about 130 s), the regression at W = 8 with its build (about 120 s), the whole
-# engine's timing and lints (about 210 s in test_hdl_top.py). Each Verilator model is
-# built by the first worker to need it and found built by the other through the lock.
+# The files that take the most time (pytest's durations summed per file, from a fresh
+# clone on this 2-core machine, two workers), in `make test`: the fast formal subset
+# (172 s and 115 s), the engine's regression at W = 32 with its build (149 s), the
+# aligner (100 s), the whole engine's functions in the Amaranth simulator (87 s), the
+# copy checker against the rules (77 s); in `make test-long`: the whole engine's timing
+# and lints (215 s in test_hdl_top.py), the FPGA top's build and run (209 s), the
+# regression at W = 8 with its build (112 s), the aligner's samples (85 s). The W = 32
+# regression goes first, as other files run on its model. Each Verilator model is built
+# by the first worker to need it and found built by the other through the lock.
 LONGEST_FIRST = [
     "test_cocotb.py",
     "test_formal.py",
